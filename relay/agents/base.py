@@ -1,0 +1,78 @@
+"""The agent protocol: a context in, a list of actions out.
+
+An agent never sees the store; it gets a :class:`~relay.core.turns.TurnContext`
+and answers with :class:`~relay.core.turns.Action` values. The engine runs it
+outside any database transaction and validates the actions before applying
+any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from relay.core.errors import ConfigError, RelayError
+from relay.core.turns import Action, TurnContext
+
+
+class AgentError(RelayError):
+    """The agent failed."""
+
+    #: A timeout or a server error: the engine retries the turn once.
+    transient: bool = False
+
+
+class TransientAgentError(AgentError):
+    """The agent timed out or its server failed; worth one retry."""
+
+    transient = True
+
+
+class Agent(Protocol):
+    name: str
+
+    def run(self, context: TurnContext) -> list[Action]:
+        """Decide this turn's actions. May take seconds (an LLM call)."""
+        ...
+
+
+# name -> factory(settings) where settings is the [agent.NAME] section plus
+# the [agent] keys (timeout, ...). Built-ins register below; third-party
+# packages register through the ``relay.agents`` entry-point group.
+AgentFactory = Callable[[Mapping[str, Any]], Agent]
+_REGISTRY: dict[str, AgentFactory] = {}
+
+
+def register_agent(name: str, factory: AgentFactory) -> None:
+    _REGISTRY[name] = factory
+
+
+def _load_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="relay.agents"):
+        if entry.name not in _REGISTRY:
+            _REGISTRY[entry.name] = entry.load()
+
+
+def agent_names() -> list[str]:
+    _builtins()
+    _load_entry_points()
+    return sorted(_REGISTRY)
+
+
+def make_agent(name: str, settings: Mapping[str, Any]) -> Agent:
+    _builtins()
+    if name not in _REGISTRY:
+        _load_entry_points()
+    factory = _REGISTRY.get(name)
+    if factory is None:
+        raise ConfigError(f"unknown agent {name!r} (known: {', '.join(agent_names())})")
+    return factory(settings)
+
+
+def _builtins() -> None:
+    """Import the built-in backends so they register (lazily: httpx only when needed)."""
+    if "scripted" in _REGISTRY:
+        return
+    from relay.agents import builtin  # noqa: F401

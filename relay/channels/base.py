@@ -1,0 +1,104 @@
+"""The channel protocol: deliver an outbound message, poll for inbound ones.
+
+A channel never sees the store. The dispatcher hands it an
+:class:`Outbound` with an idempotency key (the same key on a retry, so a
+provider that supports it never sends twice) and records the provider's
+message id it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from relay.core.errors import ConfigError, RelayError
+
+
+class ChannelError(RelayError):
+    """The channel could not deliver the message."""
+
+    #: Temporary (network, 5xx, 429): the dispatcher retries with backoff.
+    #: Permanent (bad address, 4xx): the message fails at once.
+    transient: bool = True
+
+
+class PermanentChannelError(ChannelError):
+    """The channel refused the message for good."""
+
+    transient = False
+
+
+@dataclass(frozen=True)
+class Outbound:
+    message_id: int
+    instance_id: str | None
+    to: str
+    text: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class Inbound:
+    sender: str
+    text: str
+    received_at: datetime | None = None
+    provider_message_id: str | None = None
+
+
+class Channel(Protocol):
+    name: str
+
+    def send(self, message: Outbound) -> str:
+        """Deliver ``message``; return the provider's message id."""
+        ...
+
+    def poll(self) -> list[Inbound]:
+        """Return inbound messages that arrived since the last poll (may be empty)."""
+        ...
+
+
+ChannelFactory = Callable[[str, Mapping[str, Any]], Channel]
+_REGISTRY: dict[str, ChannelFactory] = {}
+
+
+def register_channel(kind: str, factory: ChannelFactory) -> None:
+    _REGISTRY[kind] = factory
+
+
+def _load_entry_points() -> None:
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="relay.channels"):
+        if entry.name not in _REGISTRY:
+            _REGISTRY[entry.name] = entry.load()
+
+
+def channel_kinds() -> list[str]:
+    _builtins()
+    _load_entry_points()
+    return sorted(_REGISTRY)
+
+
+def make_channel(name: str, settings: Mapping[str, Any]) -> Channel:
+    """Build channel ``name`` from its ``[channels.NAME]`` section.
+
+    The section's ``type`` picks the backend and defaults to the name itself,
+    so ``[channels.console]`` needs no ``type`` while ``[channels.sales-mail]``
+    says ``type = "email"``.
+    """
+    _builtins()
+    kind = str(settings.get("type") or name)
+    if kind not in _REGISTRY:
+        _load_entry_points()
+    factory = _REGISTRY.get(kind)
+    if factory is None:
+        raise ConfigError(f"unknown channel type {kind!r} (known: {', '.join(channel_kinds())})")
+    return factory(name, settings)
+
+
+def _builtins() -> None:
+    if "console" in _REGISTRY:
+        return
+    from relay.channels import builtin  # noqa: F401

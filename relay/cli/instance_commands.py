@@ -1,0 +1,379 @@
+"""Conversation lifecycle commands: start, list, show, transcript, history, pause,
+resume, cancel, send, receive, status."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from relay.cli import render
+from relay.cli.main import JsonOption, state
+from relay.core.durations import format_duration
+from relay.engine.views import InstanceView, MessageView, StatusView
+
+
+def _followups(view: InstanceView) -> str:
+    return f"{view.follow_up_count}/{view.max_followups}"
+
+
+def _todo_line(todo_status: str, text: str, todo_id: int) -> str:
+    marks = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "skipped": "[-]"}
+    return f"{marks.get(todo_status, '[?]')} {todo_id}. {text}"
+
+
+def print_instance(view: InstanceView) -> None:
+    now = state.relay().now()
+    heartbeat = format_duration_s(view.heartbeat_seconds)
+    pairs: list[tuple[str, object]] = [
+        ("id", view.id),
+        ("contact", view.contact),
+        ("state", view.state),
+    ]
+    if view.previous_state:
+        pairs.append(("previous state", view.previous_state))
+    pairs += [
+        ("objective", view.objective),
+        ("follow-ups", _followups(view)),
+        ("heartbeat", heartbeat),
+        (
+            "next heartbeat",
+            f"{render.when(view.next_heartbeat_at)} ({render.ago(view.next_heartbeat_at, now)})"
+            if view.next_heartbeat_at
+            else None,
+        ),
+    ]
+    if view.heartbeat_remaining_seconds is not None:
+        pairs.append(("heartbeat left", format_duration_s(view.heartbeat_remaining_seconds)))
+    if view.paused_until:
+        pairs.append(("paused until", render.when(view.paused_until)))
+    if view.next_message:
+        pairs.append(("next message", view.next_message))
+    pairs += [
+        ("channel", view.channel),
+        ("agent", view.agent),
+        ("window", view.window),
+        ("created", render.when(view.created_at)),
+        ("updated", render.when(view.updated_at)),
+    ]
+    if view.ended_at:
+        pairs.append(("ended", render.when(view.ended_at)))
+    if view.end_reason:
+        pairs.append(("end reason", view.end_reason))
+    if view.failure_reason:
+        pairs.append(("failure reason", view.failure_reason))
+    render.fields(pairs)
+    render.line("todos:")
+    for todo in view.todos:
+        render.line("  " + _todo_line(todo.status, todo.text, todo.id))
+
+
+def format_duration_s(seconds: int) -> str:
+    from datetime import timedelta
+
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _state_line(view: InstanceView) -> None:
+    extra = f" (was {view.previous_state})" if view.previous_state else ""
+    render.line(f"{view.id} {view.state}{extra}")
+
+
+def start(
+    contact: Annotated[str, typer.Argument(help="Phone number (any format) or email address.")],
+    objective: Annotated[str, typer.Option("--objective", "-o", help="What the conversation is for.")],
+    todo: Annotated[
+        list[str],
+        typer.Option("--todo", "-t", help="A checklist item; repeat for several."),
+    ],
+    heartbeat: Annotated[
+        str | None,
+        typer.Option(help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."),
+    ] = None,
+    max_followups: Annotated[
+        int | None,
+        typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
+    ] = None,
+    channel: Annotated[str | None, typer.Option(help="Channel name (default: console).")] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")] = None,
+    window: Annotated[
+        str | None,
+        typer.Option(help='Sending window for proactive messages, e.g. "mon-fri 09:00-18:00".'),
+    ] = None,
+    defer: Annotated[
+        bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
+    ] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one."""
+    relay = state.relay()
+    view = relay.start(
+        contact,
+        objective,
+        todo,
+        heartbeat=heartbeat,
+        max_followups=max_followups,
+        channel=channel,
+        agent=agent,
+        window=window,
+    )
+    first = None
+    if not defer:
+        first = _first_turn(view.id)
+        view = relay.get(view.id)
+    if json_out:
+        data = view.to_json()
+        if first is not None:
+            data["first_message"] = first
+        render.emit_json(data)
+        return
+    _state_line(view)
+    if first:
+        render.line(f"sent: {first}")
+
+
+def _first_turn(instance_id: str) -> str | None:
+    """Run the first turn now when the engine is present; never fail a created instance."""
+    try:
+        from relay.engine.runner import run_first_turn
+    except ModuleNotFoundError:
+        return None
+    try:
+        return run_first_turn(state.relay(), instance_id)
+    except Exception as exc:  # noqa: BLE001 - the instance exists; the daemon will retry
+        render.warn(f"first turn did not run now ({exc}); the daemon or `relay tick` will run it")
+        return None
+
+
+def list_(
+    state_filter: Annotated[
+        str | None, typer.Option("--state", "-s", help="Only instances in this state.")
+    ] = None,
+    contact: Annotated[str | None, typer.Option(help="Only instances with this contact.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    json_out: JsonOption = False,
+) -> None:
+    """List instances, newest first."""
+    views = state.relay().list(state=state_filter, contact=contact, limit=limit)
+    if json_out:
+        render.emit_json([v.to_json() for v in views])
+        return
+    render.table(
+        "instances",
+        ["id", "contact", "state", "follow-ups", "todos", "objective", "created"],
+        (
+            [
+                v.id,
+                v.contact,
+                v.state + (f" ({v.previous_state})" if v.previous_state else ""),
+                _followups(v),
+                f"{sum(t.status in ('completed', 'skipped') for t in v.todos)}/{len(v.todos)}",
+                v.objective if len(v.objective) <= 48 else v.objective[:47] + "…",
+                render.when(v.created_at),
+            ]
+            for v in views
+        ),
+    )
+
+
+def show(
+    instance_id: Annotated[str, typer.Argument(metavar="ID", help="Instance id or unique prefix.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Show one instance: objective, todos, state, follow-ups, next heartbeat, reasons."""
+    view = state.relay().get(instance_id)
+    if json_out:
+        render.emit_json(view.to_json())
+    else:
+        print_instance(view)
+
+
+def _print_messages(messages: list[MessageView]) -> None:
+    render.table(
+        "transcript",
+        ["#", "time", "from", "status", "text"],
+        (
+            [
+                m.id,
+                render.when(m.created_at),
+                m.author,
+                m.status,
+                m.text,
+            ]
+            for m in messages
+        ),
+    )
+
+
+def transcript(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    json_out: JsonOption = False,
+) -> None:
+    """Show the conversation's messages in order, with delivery status."""
+    messages = state.relay().transcript(instance_id)
+    if json_out:
+        render.emit_json([m.to_json() for m in messages])
+    else:
+        _print_messages(messages)
+
+
+def history(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    json_out: JsonOption = False,
+) -> None:
+    """Show the transition log: every state change with event, actor and reason."""
+    rows = state.relay().history(instance_id)
+    if json_out:
+        render.emit_json([r.to_json() for r in rows])
+        return
+    render.table(
+        "history",
+        ["time", "from", "to", "event", "actor", "reason"],
+        (
+            [render.when(r.at), r.from_state or "-", r.to_state, r.event, r.actor, r.reason]
+            for r in rows
+        ),
+    )
+
+
+def _parse_until(text: str) -> datetime:
+    from datetime import UTC
+
+    from relay.core.durations import parse_duration
+    from relay.core.errors import InvalidInput
+
+    now = state.relay().now()
+    try:
+        return now + parse_duration(text)
+    except InvalidInput:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"invalid --until {text!r}: give a duration (2h) or an ISO time"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def pause(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    reason: Annotated[str | None, typer.Option(help="Why; kept in the history.")] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(help="Snooze: resume by itself after a duration (2h) or at an ISO time."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Pause an instance, recording its state; heartbeats stop and keep their time left."""
+    moment = _parse_until(until) if until else None
+    view = state.relay().pause(instance_id, reason=reason, until=moment)
+    _report(view, json_out)
+
+
+def resume(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    json_out: JsonOption = False,
+) -> None:
+    """Resume a paused instance (to its prior state) or one waiting for a human (to ACTIVE)."""
+    _report(state.relay().resume(instance_id), json_out)
+
+
+def cancel(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    reason: Annotated[str | None, typer.Option(help="Why; kept in the history.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Cancel an instance: FAILED with reason "cancelled"; nothing more is sent."""
+    _report(state.relay().cancel(instance_id, reason=reason), json_out)
+
+
+def _report(view: InstanceView, json_out: bool) -> None:
+    if json_out:
+        render.emit_json(view.to_json())
+    else:
+        _state_line(view)
+
+
+def send(
+    instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    text: Annotated[str, typer.Argument(help="The message to send to the contact.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Step in: send an operator message on the conversation's channel."""
+    relay = state.relay()
+    message = relay.send(instance_id, text)
+    message = _deliver_now(message)
+    if json_out:
+        render.emit_json(message.to_json())
+        return
+    if message.status == "sent":
+        render.line(f"sent to {message.contact} (message {message.id})")
+    else:
+        render.line(
+            f"queued for {message.contact} (message {message.id}, {message.status}); "
+            "the daemon or `relay tick` will deliver it"
+        )
+
+
+def _deliver_now(message: MessageView) -> MessageView:
+    try:
+        from relay.engine.outbox import deliver_one
+    except ModuleNotFoundError:
+        return message
+    return deliver_one(state.relay(), message.id)
+
+
+def receive(
+    contact: Annotated[str, typer.Argument(help="The sender's phone number or email address.")],
+    text: Annotated[str, typer.Argument(help="The message text.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Record an inbound message from a contact, as a channel would."""
+    message = state.relay().receive(contact, text)
+    if json_out:
+        render.emit_json(message.to_json())
+        return
+    where = f"instance {message.instance_id}" if message.instance_id else "no live instance (kept)"
+    render.line(f"received from {message.contact} → {where}")
+
+
+def status(json_out: JsonOption = False) -> None:
+    """Instances per state, queue depth, outbox, unrouted inbound, and daemons."""
+    view = state.relay().status()
+    if json_out:
+        render.emit_json(view.to_json())
+        return
+    _print_status(view)
+
+
+def _print_status(view: StatusView) -> None:
+    render.table("instances by state", ["state", "count"], sorted(view.states.items()))
+    render.fields(
+        [
+            ("queue depth", view.queue_depth),
+            ("outbox pending", view.outbox_pending),
+            ("outbox failed", view.outbox_failed),
+            ("unrouted inbound", view.unrouted_inbound),
+            ("work due", view.work_due),
+            ("live daemons", len(view.daemons)),
+            ("last daemon seen", render.when(view.last_daemon_seen) if view.last_daemon_seen else "never"),
+        ]
+    )
+    for warning in view.warnings:
+        render.warn(warning)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(start)
+    app.command("list")(list_)
+    app.command()(show)
+    app.command()(transcript)
+    app.command()(history)
+    app.command()(pause)
+    app.command()(resume)
+    app.command()(cancel)
+    app.command()(send)
+    app.command()(receive)
+    app.command()(status)

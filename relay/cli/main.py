@@ -1,0 +1,172 @@
+"""The ``relay`` command: a Typer app over the Python API.
+
+Exit codes: 0 success; 1 refused by the state machine; 2 usage, not found,
+bad input or configuration error; 130 interrupted. Errors are one line on
+stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from relay import __version__
+from relay.cli import render
+from relay.core.errors import RelayError
+
+if TYPE_CHECKING:
+    from relay.config import Config
+    from relay.engine.service import Relay
+
+class RelayGroup(TyperGroup):
+    """Turns every failure into one stderr line and a documented exit code.
+
+    Doing it here (not only in the console script) means Typer's test runner
+    sees exactly what a user sees.
+    """
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RelayError as exc:
+            render.error(exc.message)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            render.error("interrupted")
+            ctx.exit(130)
+        except Exception as exc:  # noqa: BLE001 - the CLI promises no tracebacks
+            if _is_framework_exception(exc):
+                raise  # usage errors and exits: the framework prints and exits
+            render.error(_describe(exc))
+            ctx.exit(2)
+        finally:
+            state.close()
+
+
+app = typer.Typer(
+    name="relay",
+    cls=RelayGroup,
+    help=(
+        "Orchestrate outreach conversations: start one per contact with an objective and "
+        "todos, let an agent conduct it over a channel, follow up with silent contacts, and "
+        "record everything.\n\n"
+        "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class Session:
+    """What the global options chose; commands open the API lazily through it."""
+
+    config_path: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    _config: Config | None = None
+    _relay: Relay | None = None
+
+    def config(self) -> Config:
+        if self._config is None:
+            from relay.config import load_config
+
+            self._config = load_config(self.config_path, overrides=self.overrides)
+        return self._config
+
+    def relay(self) -> Relay:
+        if self._relay is None:
+            from relay.engine.service import Relay
+
+            self._relay = Relay.open(self.config())
+        return self._relay
+
+    def close(self) -> None:
+        if self._relay is not None:
+            self._relay.store.dispose()
+            self._relay = None
+
+
+state = Session()
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"relay {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    config: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            "-c",
+            envvar="RELAY_CONFIG",
+            help="Path to relay.toml (default: ./relay.toml if present).",
+        ),
+    ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            help="SQLAlchemy URL of the store; overrides database.url and RELAY_DATABASE_URL.",
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version."),
+    ] = False,
+) -> None:
+    state.close()
+    state.__init__(config_path=config, overrides={"database.url": database})  # type: ignore[misc]
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+
+
+def register() -> None:
+    """Attach the command modules; each is one command group."""
+    from relay.cli import config_commands, db_commands, instance_commands
+
+    instance_commands.register(app)
+    config_commands.register(app)
+    db_commands.register(app)
+    for optional in ("engine_commands", "contact_commands", "daemon_commands"):
+        try:
+            module = __import__(f"relay.cli.{optional}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"relay.cli.{optional}":
+                raise
+            continue
+        module.register(app)
+
+
+register()
+
+
+def _is_framework_exception(exc: BaseException) -> bool:
+    # Typer vendors click in some releases and depends on it in others; match
+    # both by module rather than importing either.
+    module = type(exc).__module__
+    return module.startswith(("click", "typer"))
+
+
+def _describe(exc: BaseException) -> str:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, SQLAlchemyError):
+        orig = getattr(exc, "orig", None)
+        detail = str(orig or exc).strip().splitlines()[0]
+        return f"database error: {detail}"
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    app(args=argv, prog_name="relay")

@@ -1,0 +1,93 @@
+"""Output: Rich tables on a terminal, plain tab-separated text when piped, JSON on request.
+
+Rendering lives here so command modules only parse arguments and call the API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from relay.core.clock import isoformat
+
+_console: Console | None = None
+
+
+def console() -> Console:
+    global _console
+    if _console is None:
+        _console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+    return _console
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def line(text: str = "") -> None:
+    if is_terminal():
+        console().print(text, markup=False)
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return (isoformat(value.replace(microsecond=0)) or "-").replace("T", " ")
+
+
+def ago(value: datetime | None, now: datetime | None = None) -> str:
+    if value is None:
+        return "-"
+    now = now or datetime.now(UTC)
+    seconds = int((value - now).total_seconds())
+    suffix = "from now" if seconds > 0 else "ago"
+    seconds = abs(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} {suffix}"
+    return f"{seconds}s {suffix}"
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A table: Rich on a terminal; a header plus tab-separated rows when piped."""
+    materialised = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    if not is_terminal():
+        sys.stdout.write("\t".join(columns) + "\n")
+        for row in materialised:
+            sys.stdout.write("\t".join(cell.replace("\t", " ") for cell in row) + "\n")
+        return
+    rich_table = Table(title=title, show_lines=False, header_style="bold")
+    for column in columns:
+        rich_table.add_column(column, overflow="fold")
+    for row in materialised:
+        rich_table.add_row(*row)
+    console().print(rich_table)
+
+
+def fields(pairs: Iterable[tuple[str, Any]]) -> None:
+    """Aligned ``key: value`` lines (for ``show``)."""
+    materialised = [(k, "-" if v is None else str(v)) for k, v in pairs]
+    width = max((len(k) for k, _ in materialised), default=0)
+    for key, value in materialised:
+        line(f"{key.ljust(width)}  {value}")
+
+
+def error(message: str) -> None:
+    sys.stderr.write(f"relay: error: {message}\n")
+
+
+def warn(message: str) -> None:
+    sys.stderr.write(f"relay: warning: {message}\n")

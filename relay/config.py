@@ -1,0 +1,209 @@
+"""Configuration: built-in defaults, then relay.toml, then RELAY_* variables, then flags.
+
+Values are kept flat under dotted keys (``database.url``) with the layer each
+came from, so ``relay config show`` can say where every value was set.
+Secrets are never stored in the file: sections name the environment variable
+that holds them (``api_key_env = "OPENAI_API_KEY"``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from relay.core.errors import ConfigError
+
+CONFIG_NAME = "relay.toml"
+DATA_DIR = ".relay"
+
+DEFAULTS: dict[str, Any] = {
+    "database.url": "",
+    "defaults.heartbeat": "30m",
+    "defaults.max_followups": 5,
+    "defaults.channel": "console",
+    "defaults.region": "US",
+    "defaults.timezone": "UTC",
+    "defaults.window": "",
+    "agent.backend": "scripted",
+    "agent.timeout": "60s",
+    "agent.transcript_window": 50,
+    "turns.lease": "5m",
+    "outbox.max_attempts": 5,
+    "outbox.backoff": "30s",
+    "optout.keywords": "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT",
+    "optout.optin_keywords": "START,UNSTOP",
+    "daemon.pulse": "1s",
+    "daemon.poll": "30s",
+    "daemon.batch": 500,
+    "retention.outbox_days": 30,
+    "retention.transcript_days": 0,
+}
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def env_name(key: str) -> str:
+    """``database.url`` -> ``RELAY_DATABASE_URL``."""
+    return "RELAY_" + key.replace(".", "_").upper()
+
+
+def _coerce(key: str, raw: str) -> Any:
+    default = DEFAULTS.get(key)
+    if isinstance(default, bool):
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{env_name(key)}={raw!r} is not a whole number") from None
+    return raw
+
+
+@dataclass
+class Config:
+    """The effective configuration and where each value came from."""
+
+    values: dict[str, Any]
+    sources: dict[str, str]
+    path: Path | None
+    base_dir: Path
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def section(self, prefix: str) -> dict[str, Any]:
+        """All keys under ``prefix.`` with the prefix removed (``channels.console``)."""
+        cut = prefix + "."
+        return {k[len(cut) :]: v for k, v in self.values.items() if k.startswith(cut)}
+
+    @property
+    def data_dir(self) -> Path:
+        return self.base_dir / DATA_DIR
+
+    @property
+    def database_url(self) -> str:
+        url = str(self.get("database.url") or "")
+        return url or f"sqlite:///{self.data_dir / 'relay.db'}"
+
+    @property
+    def uses_default_database(self) -> bool:
+        return not self.get("database.url")
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        values, sources = dict(self.values), dict(self.sources)
+        for key, value in overrides.items():
+            if value is not None:
+                values[key] = value
+                sources[key] = "flag"
+        return Config(values, sources, self.path, self.base_dir)
+
+
+def find_config_path(explicit: str | Path | None = None) -> Path | None:
+    """The file named by --config, else RELAY_CONFIG, else ./relay.toml if present."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        return path.resolve()
+    from_env = os.environ.get("RELAY_CONFIG")
+    if from_env:
+        path = Path(from_env)
+        if not path.is_file():
+            raise ConfigError(f"RELAY_CONFIG names {path}, which does not exist")
+        return path.resolve()
+    local = Path.cwd() / CONFIG_NAME
+    return local.resolve() if local.is_file() else None
+
+
+def load_config(
+    explicit: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    env = os.environ if env is None else env
+    path = find_config_path(explicit)
+    values = dict(DEFAULTS)
+    sources = dict.fromkeys(DEFAULTS, "default")
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        for key, value in _flatten(data).items():
+            values[key] = value
+            sources[key] = str(path)
+    for key in list(values):
+        name = env_name(key)
+        if name in env:
+            values[key] = _coerce(key, env[name])
+            sources[key] = f"env {name}"
+    base_dir = path.parent if path is not None else Path.cwd()
+    config = Config(values, sources, path, base_dir)
+    return config.with_overrides(overrides or {})
+
+
+TEMPLATE = """\
+# relay configuration. Precedence: this file, then RELAY_* environment
+# variables (RELAY_DATABASE_URL, RELAY_DEFAULTS_HEARTBEAT, ...), then flags.
+# Secrets never go here: name the environment variable that holds them.
+
+[database]
+# Empty means a SQLite file at .relay/relay.db next to this file.
+# For several daemons sharing the work, use PostgreSQL:
+# url = "postgresql://relay@127.0.0.1:5432/relay"
+url = ""
+
+[defaults]
+heartbeat = "30m"        # silence before a follow-up: 90s, 30m, 2h, 1d
+max_followups = 5        # follow-ups per silence; the next heartbeat abandons
+channel = "console"      # channel for new conversations
+region = "US"            # default region for phone numbers without a +country code
+timezone = "UTC"         # contacts' time zone unless set per contact
+window = ""              # proactive-message window, e.g. "mon-fri 09:00-18:00"; empty = any time
+
+[agent]
+backend = "scripted"     # scripted | command | openai
+timeout = "60s"
+transcript_window = 50   # recent transcript messages an agent sees
+
+# [agent.command]
+# command = ["python3", "examples/echo_agent.py"]
+
+# [agent.openai]
+# base_url = "https://api.openai.com/v1"
+# model = "gpt-4o-mini"
+# api_key_env = "OPENAI_API_KEY"
+
+[outbox]
+max_attempts = 5         # delivery attempts before the message fails
+backoff = "30s"          # first retry delay, doubling each attempt
+
+[optout]
+keywords = "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT"
+optin_keywords = "START,UNSTOP"
+
+[channels.console]
+# file = ".relay/console.jsonl"
+
+[daemon]
+pulse = "1s"             # how often the daemon looks for due work
+poll = "30s"             # how often channels are polled for inbound messages
+
+[retention]
+outbox_days = 30         # prune delivery bookkeeping of messages sent this long ago
+transcript_days = 0      # 0 keeps transcripts of ended conversations forever
+"""

@@ -1,0 +1,1 @@
+"""The pure heart of relay: states, events, transitions and policies. Stdlib only."""

@@ -1,0 +1,197 @@
+"""The conversation state machine as data, and the one function that applies it.
+
+Everything that changes an instance's state goes through :func:`next_state`;
+nothing else re-implements the table. The table is validated when this module
+is imported (every state reachable, no non-terminal dead end, terminal states
+absorbing), so a bad edit fails at import rather than in production.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+from relay.core.errors import Refused
+
+
+class State(str, Enum):
+    CREATED = "CREATED"
+    QUEUED = "QUEUED"
+    ACTIVE = "ACTIVE"
+    WAITING_FOR_REPLY = "WAITING_FOR_REPLY"
+    WAITING_FOR_AGENT = "WAITING_FOR_AGENT"
+    HEARTBEAT_SCHEDULED = "HEARTBEAT_SCHEDULED"
+    PAUSED = "PAUSED"
+    NEEDS_HUMAN_INTERVENTION = "NEEDS_HUMAN_INTERVENTION"
+    COMPLETED = "COMPLETED"
+    ABANDONED = "ABANDONED"
+    FAILED = "FAILED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL
+
+
+class Event(str, Enum):
+    AGENT_SENDS_FIRST_MESSAGE = "agent_sends_first_message"
+    CONTACT_HAS_ACTIVE_INSTANCE = "contact_has_active_instance"
+    PRIOR_INSTANCE_TERMINAL = "prior_instance_terminal"
+    MESSAGE_SENT = "message_sent"
+    WAIT_FOR_REPLY = "wait_for_reply"
+    END_CONVERSATION = "end_conversation"
+    REQUEST_INTERVENTION = "request_intervention"
+    UNRECOVERABLE_ERROR = "unrecoverable_error"
+    CONTACT_REPLIES = "contact_replies"
+    HEARTBEAT_FIRES = "heartbeat_fires"
+    AGENT_PROCESSES_REPLY = "agent_processes_reply"
+    FOLLOWUP_SENT = "followup_sent"
+    MAX_FOLLOWUPS_EXCEEDED = "max_followups_exceeded"
+    CONTACT_OPTED_OUT = "contact_opted_out"
+    RESUME = "resume"
+    MANUAL_SEND = "manual_send"
+    PAUSE = "pause"
+    CANCEL = "cancel"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+S, E = State, Event
+
+TERMINAL: frozenset[State] = frozenset({S.COMPLETED, S.ABANDONED, S.FAILED})
+NON_TERMINAL: tuple[State, ...] = tuple(s for s in State if s not in TERMINAL)
+
+# Rows of DESIGN.md's table, plus the events that close its gaps (marked +).
+# An agent turn may end, fail or ask for help from whichever state it started
+# in, so those outcomes exist for CREATED, WAITING_FOR_AGENT and
+# HEARTBEAT_SCHEDULED too; docs/state-machine.md explains each addition.
+_BASE: dict[State, dict[Event, State]] = {
+    S.CREATED: {
+        E.AGENT_SENDS_FIRST_MESSAGE: S.ACTIVE,
+        E.CONTACT_HAS_ACTIVE_INSTANCE: S.QUEUED,
+        E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,  # +
+        E.UNRECOVERABLE_ERROR: S.FAILED,  # +
+    },
+    S.QUEUED: {
+        E.PRIOR_INSTANCE_TERMINAL: S.CREATED,
+    },
+    S.ACTIVE: {
+        E.MESSAGE_SENT: S.WAITING_FOR_REPLY,
+        E.WAIT_FOR_REPLY: S.WAITING_FOR_REPLY,  # +
+        E.END_CONVERSATION: S.COMPLETED,
+        E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,
+        E.UNRECOVERABLE_ERROR: S.FAILED,
+    },
+    S.WAITING_FOR_REPLY: {
+        E.CONTACT_REPLIES: S.WAITING_FOR_AGENT,
+        E.HEARTBEAT_FIRES: S.HEARTBEAT_SCHEDULED,
+        E.END_CONVERSATION: S.COMPLETED,
+    },
+    S.WAITING_FOR_AGENT: {
+        E.AGENT_PROCESSES_REPLY: S.ACTIVE,
+        E.END_CONVERSATION: S.COMPLETED,
+        E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,  # +
+        E.UNRECOVERABLE_ERROR: S.FAILED,  # +
+    },
+    S.HEARTBEAT_SCHEDULED: {
+        E.FOLLOWUP_SENT: S.WAITING_FOR_REPLY,
+        E.WAIT_FOR_REPLY: S.WAITING_FOR_REPLY,  # +
+        E.MAX_FOLLOWUPS_EXCEEDED: S.ABANDONED,
+        E.END_CONVERSATION: S.COMPLETED,  # +
+        E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,  # +
+        E.UNRECOVERABLE_ERROR: S.FAILED,  # +
+    },
+    S.PAUSED: {},
+    S.NEEDS_HUMAN_INTERVENTION: {
+        E.RESUME: S.ACTIVE,
+        E.MANUAL_SEND: S.ACTIVE,
+    },
+    S.COMPLETED: {},
+    S.ABANDONED: {},
+    S.FAILED: {},
+}
+
+
+def _build() -> dict[State, dict[Event, State]]:
+    table = {state: dict(events) for state, events in _BASE.items()}
+    for state in NON_TERMINAL:
+        # The operator's verbs and the opt-out apply everywhere they make sense.
+        if state is not S.PAUSED:
+            table[state][E.PAUSE] = S.PAUSED
+        table[state][E.CANCEL] = S.FAILED
+        if state is not S.QUEUED:
+            table[state][E.CONTACT_OPTED_OUT] = S.COMPLETED
+    # PAUSED -> resume goes to the recorded prior state; PAUSED stands in here
+    # as a placeholder that next_state() resolves.
+    table[S.PAUSED][E.RESUME] = S.PAUSED
+    return table
+
+
+TRANSITIONS: Mapping[State, Mapping[Event, State]] = _build()
+
+
+def allowed_events(state: State) -> list[Event]:
+    """Events accepted in ``state``, in table order (used in refusal messages)."""
+    return list(TRANSITIONS[state])
+
+
+def next_state(
+    state: State,
+    event: Event,
+    *,
+    previous: State | None = None,
+    instance_id: str = "instance",
+) -> State:
+    """Return the state ``event`` leads to from ``state``, or raise :class:`Refused`.
+
+    ``previous`` is the prior state recorded when the instance was paused;
+    resuming a PAUSED instance returns it.
+    """
+    target = TRANSITIONS[state].get(event)
+    if target is None:
+        raise Refused(refusal_message(instance_id, state, event))
+    if state is S.PAUSED and event is E.RESUME:
+        if previous is None or previous is S.PAUSED or previous.terminal:
+            raise Refused(f"instance {instance_id} is PAUSED with no valid prior state recorded")
+        return previous
+    return target
+
+
+def refusal_message(instance_id: str, state: State, event: Event) -> str:
+    allowed = ", ".join(e.value for e in allowed_events(state)) or "none (terminal state)"
+    return f"instance {instance_id} is {state.value}; {event.value} is not allowed (allowed: {allowed})"
+
+
+def holds_slot(state: State, previous: State | None) -> bool:
+    """Whether an instance in ``state`` occupies its contact's one live slot."""
+    if state.terminal or state is S.QUEUED:
+        return False
+    return not (state is S.PAUSED and previous is S.QUEUED)
+
+
+def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:
+    """Check the machine's shape: complete, reachable, no dead ends, terminals absorbing."""
+    if set(table) != set(State):
+        raise AssertionError("transition table must list every state")
+    for state in TERMINAL:
+        if table[state]:
+            raise AssertionError(f"terminal state {state} must be absorbing")
+    for state in NON_TERMINAL:
+        if not table[state]:
+            raise AssertionError(f"non-terminal state {state} is a dead end")
+    reached = {S.CREATED}
+    frontier = [S.CREATED]
+    while frontier:
+        for target in table[frontier.pop()].values():
+            if target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    if reached != set(State):
+        missing = sorted(s.value for s in set(State) - reached)
+        raise AssertionError(f"unreachable states: {missing}")
+
+
+validate_table(TRANSITIONS)

@@ -1,0 +1,206 @@
+"""What an agent turn sees (:class:`TurnContext`) and what it may answer (actions).
+
+Agents of every backend speak this vocabulary. Actions are validated as a
+whole before any is applied (:func:`validate_actions`), so a turn with one bad
+action changes nothing but the instance's state (to NEEDS_HUMAN_INTERVENTION).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from relay.core.durations import parse_duration
+from relay.core.errors import InvalidInput
+from relay.core.values import TodoStatus
+
+
+class TurnReason(str, Enum):
+    FIRST_MESSAGE = "first_message"
+    REPLY = "reply"
+    FOLLOW_UP = "follow_up"
+    RESUME = "resume"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ACTION_NAMES = (
+    "send_message",
+    "mark_todo_item",
+    "end_conversation",
+    "request_human_intervention",
+    "schedule_next_heartbeat",
+    "set_state",
+    "place_call",
+)
+
+
+@dataclass(frozen=True)
+class ContextMessage:
+    id: int
+    direction: str
+    author: str
+    text: str
+    at: str
+
+
+@dataclass(frozen=True)
+class ContextTodo:
+    id: int
+    text: str
+    status: str
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    instance_id: str
+    reason: TurnReason
+    objective: str
+    contact: str
+    todos: tuple[ContextTodo, ...]
+    transcript: tuple[ContextMessage, ...]
+    new_messages: tuple[ContextMessage, ...]
+    state: dict[str, Any] = field(default_factory=dict)
+    follow_up_number: int = 0
+    max_followups: int = 0
+    now: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reason"] = self.reason.value
+        return data
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing an agent asks for; ``args`` holds the validated arguments."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def send_message(text: str) -> Action:
+        return Action("send_message", {"text": text})
+
+    @staticmethod
+    def mark_todo_item(todo_id: int, status: str) -> Action:
+        return Action("mark_todo_item", {"todo_id": todo_id, "status": status})
+
+    @staticmethod
+    def end_conversation(reason: str = "completed") -> Action:
+        return Action("end_conversation", {"reason": reason})
+
+    @staticmethod
+    def request_human_intervention(reason: str) -> Action:
+        return Action("request_human_intervention", {"reason": reason})
+
+    @staticmethod
+    def schedule_next_heartbeat(delay: str) -> Action:
+        return Action("schedule_next_heartbeat", {"delay": delay})
+
+    @staticmethod
+    def set_state(key: str, value: Any) -> Action:
+        return Action("set_state", {"key": key, "value": value})
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """The validated, normalised outcome of a turn, ready to apply in one transaction."""
+
+    messages: tuple[str, ...] = ()
+    todo_updates: tuple[tuple[int, TodoStatus], ...] = ()
+    end_reason: str | None = None
+    intervention_reason: str | None = None
+    next_heartbeat: timedelta | None = None
+    state_updates: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def actions_from_json(data: Any) -> list[Action]:
+    """Read the ``{"actions": [{"name": ..., "args": {...}}]}`` wire form."""
+    if isinstance(data, dict):
+        data = data.get("actions")
+    if not isinstance(data, list):
+        raise InvalidInput('agent output must be {"actions": [...]}')
+    actions = []
+    for item in data:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise InvalidInput(f"invalid action {item!r}: expected an object with a name")
+        args = item.get("args", {k: v for k, v in item.items() if k != "name"})
+        if not isinstance(args, dict):
+            raise InvalidInput(f"invalid action {item['name']}: args must be an object")
+        actions.append(Action(item["name"], dict(args)))
+    return actions
+
+
+def _text(args: dict[str, Any], key: str, action: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{action}: {key} must be non-empty text")
+    return value.strip()
+
+
+def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
+    """Check every action and fold them into a :class:`TurnPlan`, or raise InvalidInput."""
+    messages: list[str] = []
+    todos: list[tuple[int, TodoStatus]] = []
+    states: list[tuple[str, Any]] = []
+    notes: list[str] = []
+    end = intervention = None
+    delay: timedelta | None = None
+    for action in actions:
+        name, args = action.name, action.args
+        if name == "send_message":
+            messages.append(_text(args, "text", name))
+        elif name == "mark_todo_item":
+            todos.append(_todo_update(args, todo_ids))
+        elif name == "end_conversation":
+            end = str(args.get("reason") or "completed").strip() or "completed"
+        elif name == "request_human_intervention":
+            intervention = _text(args, "reason", name)
+        elif name == "schedule_next_heartbeat":
+            raw = args.get("delay")
+            if isinstance(raw, int | float) and not isinstance(raw, bool):
+                raw = f"{int(raw)}s"
+            if not isinstance(raw, str):
+                raise InvalidInput("schedule_next_heartbeat: delay must be a duration like 2h")
+            delay = parse_duration(raw)
+        elif name == "set_state":
+            key = _text(args, "key", name)
+            states.append((key, args.get("value")))
+        elif name == "place_call":
+            notes.append("place_call is not available yet; no call was placed")
+        else:
+            raise InvalidInput(f"unknown action {name!r} (known: {', '.join(ACTION_NAMES)})")
+    if end is not None and intervention is not None:
+        raise InvalidInput("a turn cannot both end the conversation and request intervention")
+    return TurnPlan(
+        messages=tuple(messages),
+        todo_updates=tuple(todos),
+        end_reason=end,
+        intervention_reason=intervention,
+        next_heartbeat=delay,
+        state_updates=tuple(states),
+        notes=tuple(notes),
+    )
+
+
+def _todo_update(args: dict[str, Any], todo_ids: set[int]) -> tuple[int, TodoStatus]:
+    raw_id = args.get("todo_id")
+    try:
+        todo_id = int(raw_id)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInput(f"mark_todo_item: todo_id {raw_id!r} is not a number") from None
+    if todo_id not in todo_ids:
+        raise InvalidInput(f"mark_todo_item: unknown todo id {raw_id!r}")
+    try:
+        status = TodoStatus(str(args.get("status")))
+    except ValueError:
+        allowed = ", ".join(s.value for s in TodoStatus)
+        raise InvalidInput(
+            f"mark_todo_item: invalid status {args.get('status')!r} (allowed: {allowed})"
+        ) from None
+    return todo_id, status

@@ -1,0 +1,84 @@
+"""Plain domain values shared by every layer: todo statuses, message kinds, scopes.
+
+These are frozen and free of any database or framework type, so agents and
+channels (which must not see the store) can be written against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class TodoStatus(str, Enum):
+    PENDING = "pending"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Direction(str, Enum):
+    INBOUND = "inbound"
+    OUTBOUND = "outbound"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Author(str, Enum):
+    AGENT = "agent"
+    OPERATOR = "operator"
+    CONTACT = "contact"
+    SYSTEM = "system"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class MessageStatus(str, Enum):
+    """Lifecycle of a transcript row.
+
+    Outbound: queued -> sending -> sent, or failed / blocked (opted out) /
+    cancelled (the instance ended before delivery). Inbound: received ->
+    processed (an agent turn has seen it).
+    """
+
+    QUEUED = "queued"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    CANCELLED = "cancelled"
+    RECEIVED = "received"
+    PROCESSED = "processed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Scope(str, Enum):
+    APP = "app"
+    CONTACT = "contact"
+    INSTANCE = "instance"
+    TEMP = "temp"
+
+
+def split_scoped_key(key: str) -> tuple[Scope, str]:
+    """Map a state key to its scope: ``app:x`` shared by all, ``contact:x`` by
+    every conversation with the contact, ``temp:x`` for one agent turn, and a
+    bare key to the one instance."""
+    for scope in (Scope.APP, Scope.CONTACT, Scope.TEMP):
+        prefix = scope.value + ":"
+        if key.startswith(prefix):
+            return scope, key
+    return Scope.INSTANCE, key
+
+
+@dataclass(frozen=True)
+class Todo:
+    id: int
+    text: str
+    status: TodoStatus = TodoStatus.PENDING

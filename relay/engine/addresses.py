@@ -1,0 +1,50 @@
+"""Contact addresses: phone numbers to E.164, email addresses validated.
+
+One person written two ways (``+1 555 123 0001`` and ``+15551230001``) must be
+one contact, so every address is normalised before it is looked up or stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from relay.core.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Address:
+    value: str
+    kind: str  # "phone" | "email"
+
+
+def normalise_address(text: str, region: str = "US") -> Address:
+    raw = text.strip()
+    if not raw:
+        raise InvalidInput("contact address is empty")
+    if "@" in raw:
+        return _email(raw)
+    return _phone(raw, region)
+
+
+def _email(raw: str) -> Address:
+    from email_validator import EmailNotValidError, validate_email
+
+    try:
+        result = validate_email(raw, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise InvalidInput(f"invalid email address {raw!r}: {exc}") from None
+    local, _, domain = result.normalized.rpartition("@")
+    return Address(f"{local}@{domain.lower()}", "email")
+
+
+def _phone(raw: str, region: str) -> Address:
+    import phonenumbers
+
+    try:
+        number = phonenumbers.parse(raw, region.upper() or None)
+    except phonenumbers.NumberParseException as exc:
+        raise InvalidInput(f"invalid contact {raw!r}: not a phone number or email ({exc})") from None
+    # Possible, not valid: fictional ranges such as 555 must still work in demos and tests.
+    if not phonenumbers.is_possible_number(number):
+        raise InvalidInput(f"invalid phone number {raw!r}")
+    return Address(phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164), "phone")

@@ -1,0 +1,462 @@
+"""The service layer: relay's public Python API. Each command is one transaction.
+
+The CLI is a thin shell over :class:`Relay`; a program can use it directly::
+
+    from relay.engine.service import Relay
+    relay = Relay.open()
+    view = relay.start("+15551230001", "Confirm the delivery date", ["Ask for the date"])
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from relay.config import Config, load_config
+from relay.core.clock import Clock, SystemClock
+from relay.core.durations import parse_duration
+from relay.core.errors import InvalidInput, NotFound, OptedOut, Refused
+from relay.core.states import TERMINAL, Event, State
+from relay.core.values import Author, Direction, MessageStatus, TodoStatus
+from relay.engine import transitions
+from relay.engine.addresses import normalise_address
+from relay.engine.store_setup import open_store
+from relay.engine.views import (
+    ContactView,
+    DaemonView,
+    InstanceView,
+    MessageView,
+    StatusView,
+    TransitionView,
+)
+from relay.store import queries
+from relay.store.database import Store
+from relay.store.ids import new_instance_id
+from relay.store.models import Contact, Daemon, Instance, Message, Todo
+
+OPERATOR = "operator"
+MAX_TEXT = 10_000
+
+
+class Relay:
+    """Conversation commands over one store, with an injectable clock."""
+
+    def __init__(self, store: Store, config: Config, clock: Clock | None = None) -> None:
+        self.store = store
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+
+    @classmethod
+    def open(cls, config: Config | None = None, clock: Clock | None = None) -> Relay:
+        config = config or load_config()
+        return cls(open_store(config), config, clock)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    # -- contacts ---------------------------------------------------------
+
+    def normalise(self, contact: str) -> str:
+        return normalise_address(contact, str(self.config.get("defaults.region") or "US")).value
+
+    def _contact(self, session: Session, address: str, *, create: bool) -> Contact:
+        found = queries.contact_by_address(session, address)
+        if found is not None or not create:
+            if found is None:
+                raise NotFound(f"no contact {address}")
+            return found
+        kind = "email" if "@" in address else "phone"
+        now = self.now()
+        contact = Contact(address=address, kind=kind, created_at=now, updated_at=now)
+        try:
+            with session.begin_nested():
+                session.add(contact)
+                session.flush()
+        except IntegrityError:
+            # A concurrent command created the same contact first.
+            existing = queries.contact_by_address(session, address)
+            if existing is None:
+                raise
+            return existing
+        return contact
+
+    # -- start ------------------------------------------------------------
+
+    def start(
+        self,
+        contact: str,
+        objective: str,
+        todos: Sequence[str],
+        *,
+        heartbeat: str | timedelta | None = None,
+        max_followups: int | None = None,
+        channel: str | None = None,
+        agent: str | None = None,
+        window: str | None = None,
+        actor: str = OPERATOR,
+    ) -> InstanceView:
+        """Create an instance: CREATED, or QUEUED behind the contact's live one."""
+        address = self.normalise(contact)
+        objective = _clean_text(objective, "objective")
+        todo_texts = [_clean_text(t, "todo") for t in todos]
+        interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
+        followups = self._max_followups(max_followups)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            if person.opted_out_at is not None:
+                raise OptedOut(
+                    f"contact {address} has opted out; they must opt in again "
+                    "(START from them, or `relay contact opt-in`)"
+                )
+            now = self.now()
+            instance = self._insert_instance(
+                session, person, objective, interval, followups, channel, agent, window, now
+            )
+            for position, text in enumerate(todo_texts, start=1):
+                session.add(
+                    Todo(
+                        instance_id=instance.id,
+                        position=position,
+                        text=text,
+                        status=TodoStatus.PENDING.value,
+                        updated_at=now,
+                    )
+                )
+            transitions.record_creation(session, instance, now=now, actor=actor)
+            self._take_slot(session, instance, now, actor)
+            return self._view(session, instance)
+
+    def _max_followups(self, value: int | None) -> int:
+        followups = int(self.config.get("defaults.max_followups") if value is None else value)
+        if followups < 0:
+            raise InvalidInput("--max-followups must be zero or more")
+        return followups
+
+    def _insert_instance(
+        self,
+        session: Session,
+        person: Contact,
+        objective: str,
+        interval: timedelta,
+        followups: int,
+        channel: str | None,
+        agent: str | None,
+        window: str | None,
+        now: datetime,
+    ) -> Instance:
+        instance = Instance(
+            id=new_instance_id(),
+            contact_id=person.id,
+            state=State.CREATED.value,
+            objective=objective,
+            channel=channel or str(self.config.get("defaults.channel")),
+            agent=agent or str(self.config.get("agent.backend")),
+            window=window or (str(self.config.get("defaults.window") or "") or None),
+            heartbeat_seconds=int(interval.total_seconds()),
+            max_followups=followups,
+            follow_up_count=0,
+            version=0,
+            turn_attempts=0,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(instance)
+        session.flush()
+        return instance
+
+    def _take_slot(self, session: Session, instance: Instance, now: datetime, actor: str) -> None:
+        """Claim the contact's slot; the unique index decides races, and losing means QUEUED."""
+        try:
+            with session.begin_nested():
+                instance.contact_slot = instance.contact_id
+                session.flush()
+        except IntegrityError as exc:
+            if not queries.is_slot_violation(exc):
+                raise
+            instance.contact_slot = None
+            transitions.apply_event(
+                session,
+                instance,
+                Event.CONTACT_HAS_ACTIVE_INSTANCE,
+                now=now,
+                actor=actor,
+                reason="another conversation with this contact is live",
+            )
+
+    # -- reads ------------------------------------------------------------
+
+    def get(self, instance_id: str) -> InstanceView:
+        with self.store.transaction() as session:
+            return self._view(session, queries.resolve_instance(session, instance_id))
+
+    def list(
+        self,
+        *,
+        state: str | None = None,
+        contact: str | None = None,
+        limit: int = 50,
+    ) -> list[InstanceView]:
+        """Instances newest first, optionally filtered by state and contact."""
+        if limit < 1:
+            raise InvalidInput("--limit must be at least 1")
+        query = select(Instance, Contact).join(Contact, Contact.id == Instance.contact_id)
+        if state:
+            query = query.where(Instance.state == parse_state(state).value)
+        if contact:
+            query = query.where(Contact.address == self.normalise(contact))
+        query = query.order_by(Instance.seq.desc()).limit(limit)
+        with self.store.transaction() as session:
+            rows = session.execute(query).all()
+            ids = [inst.id for inst, _ in rows]
+            todos: dict[str, list[Todo]] = {i: [] for i in ids}
+            if ids:
+                for todo in session.scalars(
+                    select(Todo).where(Todo.instance_id.in_(ids)).order_by(Todo.position)
+                ):
+                    todos[todo.instance_id].append(todo)
+            return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
+
+    def transcript(self, instance_id: str) -> list[MessageView]:
+        with self.store.transaction() as session:
+            instance = queries.resolve_instance(session, instance_id)
+            address = session.get(Contact, instance.contact_id).address  # type: ignore[union-attr]
+            return [
+                MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)
+            ]
+
+    def history(self, instance_id: str) -> list[TransitionView]:
+        with self.store.transaction() as session:
+            instance = queries.resolve_instance(session, instance_id)
+            return [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
+
+    def _view(self, session: Session, instance: Instance) -> InstanceView:
+        person = session.get(Contact, instance.contact_id)
+        assert person is not None
+        todos = list(queries.todos_of(session, instance.id))
+        return InstanceView.build(instance, person, todos)
+
+    # -- operator verbs -----------------------------------------------------
+
+    def _event(
+        self,
+        instance_id: str,
+        event: Event,
+        *,
+        reason: str | None = None,
+        actor: str = OPERATOR,
+        paused_until: datetime | None = None,
+    ) -> InstanceView:
+        with self.store.transaction() as session:
+            instance = queries.resolve_instance(session, instance_id, lock=True)
+            now = self.now()
+            transitions.apply_event(session, instance, event, now=now, actor=actor, reason=reason)
+            if event is Event.PAUSE:
+                instance.paused_until = paused_until
+            if event is Event.CANCEL:
+                _cancel_outbox(session, instance.id)
+            return self._view(session, instance)
+
+    def pause(
+        self, instance_id: str, *, reason: str | None = None, until: datetime | None = None
+    ) -> InstanceView:
+        if until is not None and until <= self.now():
+            raise InvalidInput("--until must be in the future")
+        return self._event(instance_id, Event.PAUSE, reason=reason, paused_until=until)
+
+    def resume(self, instance_id: str, *, actor: str = OPERATOR) -> InstanceView:
+        return self._event(instance_id, Event.RESUME, actor=actor)
+
+    def cancel(self, instance_id: str, *, reason: str | None = None) -> InstanceView:
+        return self._event(instance_id, Event.CANCEL, reason=reason)
+
+    def send(self, instance_id: str, text: str, *, actor: str = OPERATOR) -> MessageView:
+        """Queue an operator message; from NEEDS_HUMAN_INTERVENTION it moves the
+        instance on (manual_send, then message_sent: the operator's message is
+        the turn, so the conversation waits for the contact's reply)."""
+        body = _clean_text(text, "message")
+        with self.store.transaction() as session:
+            instance = queries.resolve_instance(session, instance_id, lock=True)
+            state = State(instance.state)
+            if state in TERMINAL:
+                raise Refused(
+                    f"instance {instance.id} is {state.value}; a finished conversation "
+                    "takes no more messages"
+                )
+            person = session.get(Contact, instance.contact_id)
+            assert person is not None
+            now = self.now()
+            message = queue_outbound(session, instance, body, Author.OPERATOR, now)
+            if state is State.NEEDS_HUMAN_INTERVENTION:
+                transitions.apply_event(session, instance, Event.MANUAL_SEND, now=now, actor=actor)
+                transitions.apply_event(session, instance, Event.MESSAGE_SENT, now=now, actor=actor)
+            elif state is State.WAITING_FOR_REPLY:
+                # The silence now counts from the operator's message.
+                instance.next_heartbeat_at = now + timedelta(seconds=instance.heartbeat_seconds)
+                instance.version += 1
+            return MessageView.build(message, person.address)
+
+    def receive(self, contact: str, text: str) -> MessageView:
+        """Store an inbound message at once and route it to the contact's live instance."""
+        address = self.normalise(contact)
+        body = _clean_text(text, "message")
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            message = record_inbound(session, person, body, self.now())
+            return MessageView.build(message, address)
+
+    # -- status -------------------------------------------------------------
+
+    def status(self) -> StatusView:
+        with self.store.transaction() as session:
+            states = queries.count_by(session, Instance.state)
+            outbound = queries.count_by(
+                session, Message.status, Message.direction == Direction.OUTBOUND.value
+            )
+            unrouted = session.scalar(
+                select(func.count())
+                .select_from(Message)
+                .where(Message.instance_id.is_(None), Message.direction == "inbound")
+            )
+            daemons = session.scalars(
+                select(Daemon).where(Daemon.stopped_at.is_(None)).order_by(Daemon.started_at)
+            ).all()
+            last_seen = session.scalar(select(func.max(Daemon.last_pulse_at)))
+            due = count_due_work(session, self.now())
+        pending = outbound.get("queued", 0) + outbound.get("sending", 0)
+        warnings = []
+        stale = last_seen is None or (self.now() - last_seen) > timedelta(minutes=2)
+        if due and stale:
+            warnings.append(
+                f"{due} item(s) of work are due and no daemon has pulsed recently; "
+                "run `relay daemon` or `relay tick`"
+            )
+        return StatusView(
+            states={s.value: states.get(s.value, 0) for s in State},
+            queue_depth=states.get(State.QUEUED.value, 0),
+            outbox_pending=pending,
+            outbox_failed=outbound.get("failed", 0),
+            unrouted_inbound=int(unrouted or 0),
+            work_due=due,
+            daemons=tuple(
+                DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons
+            ),
+            last_daemon_seen=last_seen,
+            warnings=tuple(warnings),
+        )
+
+
+def count_due_work(session: Session, now: datetime) -> int:
+    """Instances with a turn or heartbeat due, plus outbound messages ready to go."""
+    turn_states = [
+        State.CREATED.value,
+        State.ACTIVE.value,
+        State.WAITING_FOR_AGENT.value,
+        State.HEARTBEAT_SCHEDULED.value,
+    ]
+    turns = session.scalar(
+        select(func.count()).select_from(Instance).where(Instance.state.in_(turn_states))
+    )
+    beats = session.scalar(
+        select(func.count())
+        .select_from(Instance)
+        .where(Instance.state == State.WAITING_FOR_REPLY.value, Instance.next_heartbeat_at <= now)
+    )
+    outbox = session.scalar(
+        select(func.count())
+        .select_from(Message)
+        .where(Message.status == MessageStatus.QUEUED.value)
+    )
+    return int(turns or 0) + int(beats or 0) + int(outbox or 0)
+
+
+def queue_outbound(
+    session: Session,
+    instance: Instance,
+    body: str,
+    author: Author,
+    now: datetime,
+    *,
+    proactive: bool = False,
+) -> Message:
+    """Write an outbound message as an outbox row; the dispatcher delivers it."""
+    message = Message(
+        instance_id=instance.id,
+        contact_id=instance.contact_id,
+        direction=Direction.OUTBOUND.value,
+        author=author.value,
+        body=body,
+        status=MessageStatus.QUEUED.value,
+        channel=instance.channel,
+        idempotency_key=uuid.uuid4().hex,
+        attempts=0,
+        next_attempt_at=now,
+        proactive=int(proactive),
+        created_at=now,
+    )
+    session.add(message)
+    session.flush()
+    return message
+
+
+def record_inbound(session: Session, person: Contact, body: str, now: datetime) -> Message:
+    """Store an inbound message and move a waiting instance to WAITING_FOR_AGENT.
+
+    A message that arrives while the instance cannot take it (paused, waiting
+    for a human, mid-follow-up) stays ``received`` and is picked up when the
+    state allows; with no live instance it is kept unrouted.
+    """
+    holder = queries.slot_holder(session, person.id)
+    message = Message(
+        instance_id=holder.id if holder else None,
+        contact_id=person.id,
+        direction=Direction.INBOUND.value,
+        author=Author.CONTACT.value,
+        body=body,
+        status=MessageStatus.RECEIVED.value,
+        attempts=0,
+        created_at=now,
+    )
+    session.add(message)
+    session.flush()
+    if holder is not None and holder.state == State.WAITING_FOR_REPLY.value:
+        transitions.apply_event(
+            session, holder, Event.CONTACT_REPLIES, now=now, actor="contact"
+        )
+    return message
+
+
+def _cancel_outbox(session: Session, instance_id: str) -> None:
+    """A cancelled conversation sends nothing more, not even what was queued."""
+    for message in session.scalars(
+        select(Message).where(
+            Message.instance_id == instance_id, Message.status == MessageStatus.QUEUED.value
+        )
+    ):
+        message.status = MessageStatus.CANCELLED.value
+        message.next_attempt_at = None
+
+
+def _clean_text(text: str, what: str) -> str:
+    cleaned = (text or "").strip()
+    if not cleaned:
+        raise InvalidInput(f"{what} must not be empty")
+    if len(cleaned) > MAX_TEXT:
+        raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
+    return cleaned
+
+
+def _interval(value: str | timedelta) -> timedelta:
+    return value if isinstance(value, timedelta) else parse_duration(value)
+
+
+def parse_state(text: str) -> State:
+    try:
+        return State(text.strip().upper())
+    except ValueError:
+        names = ", ".join(s.value for s in State)
+        raise InvalidInput(f"unknown state {text!r} (states: {names})") from None

@@ -1,0 +1,158 @@
+"""Applying a state-machine event to a stored instance: the one place state changes.
+
+``apply_event`` asks ``relay.core`` for the next state, then keeps every
+invariant that hangs on a state change in the same transaction: the prior
+state of a pause, the contact slot, the heartbeat countdown (pending only in
+WAITING_FOR_REPLY; a pause keeps the time left), the transition-log row, and
+FIFO promotion of the next queued instance when one ends.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from relay.core.states import Event, State, holds_slot, next_state
+from relay.store import queries
+from relay.store.models import Instance, Transition
+
+SYSTEM = "relay"
+
+
+def state_of(instance: Instance) -> State:
+    return State(instance.state)
+
+
+def previous_of(instance: Instance) -> State | None:
+    return State(instance.previous_state) if instance.previous_state else None
+
+
+def apply_event(
+    session: Session,
+    instance: Instance,
+    event: Event,
+    *,
+    now: datetime,
+    actor: str = SYSTEM,
+    reason: str | None = None,
+) -> State:
+    """Move ``instance`` by ``event`` (or raise Refused) and record it."""
+    current = state_of(instance)
+    previous = previous_of(instance)
+    target = next_state(current, event, previous=previous, instance_id=instance.id)
+
+    if target is State.PAUSED:
+        instance.previous_state = current.value
+    elif current is State.PAUSED:
+        instance.previous_state = None
+        instance.paused_until = None
+    _move_heartbeat(instance, current, target, now)
+    if event is Event.CONTACT_REPLIES:
+        instance.follow_up_count = 0
+
+    instance.state = target.value
+    instance.version += 1
+    instance.updated_at = now
+    instance.lease_owner = None
+    instance.lease_expires_at = None
+    if target.terminal:
+        instance.ended_at = now
+        if event is Event.CANCEL:
+            instance.failure_reason = "cancelled"
+        elif target is State.FAILED and reason:
+            instance.failure_reason = reason
+        elif reason:
+            instance.end_reason = reason
+    session.add(
+        Transition(
+            instance_id=instance.id,
+            from_state=current.value,
+            to_state=target.value,
+            event=event.value,
+            actor=actor,
+            reason=reason,
+            created_at=now,
+        )
+    )
+    _update_slot(session, instance, now)
+    if target is State.WAITING_FOR_REPLY and queries.unprocessed_inbound(session, instance.id):
+        # A reply that arrived while the instance could not take it (paused,
+        # mid-follow-up, waiting for a human) is answered now; none is dropped.
+        return apply_event(
+            session,
+            instance,
+            Event.CONTACT_REPLIES,
+            now=now,
+            actor=actor,
+            reason="a reply arrived earlier and was waiting",
+        )
+    return target
+
+
+def record_creation(session: Session, instance: Instance, *, now: datetime, actor: str) -> None:
+    session.add(
+        Transition(
+            instance_id=instance.id,
+            from_state=None,
+            to_state=instance.state,
+            event="start",
+            actor=actor,
+            reason=None,
+            created_at=now,
+        )
+    )
+
+
+def _move_heartbeat(instance: Instance, current: State, target: State, now: datetime) -> None:
+    if target is State.WAITING_FOR_REPLY and current is not State.WAITING_FOR_REPLY:
+        if instance.heartbeat_remaining_seconds is not None:
+            seconds = instance.heartbeat_remaining_seconds
+        elif instance.heartbeat_override_seconds is not None:
+            seconds = instance.heartbeat_override_seconds
+        else:
+            seconds = instance.heartbeat_seconds
+        instance.next_heartbeat_at = now + timedelta(seconds=seconds)
+        instance.heartbeat_remaining_seconds = None
+        instance.heartbeat_override_seconds = None
+    elif current is State.WAITING_FOR_REPLY and target is not State.WAITING_FOR_REPLY:
+        if target is State.PAUSED and instance.next_heartbeat_at is not None:
+            left = (instance.next_heartbeat_at - now).total_seconds()
+            instance.heartbeat_remaining_seconds = max(0, int(left))
+        instance.next_heartbeat_at = None
+    if target.terminal:
+        instance.next_heartbeat_at = None
+        instance.heartbeat_remaining_seconds = None
+
+
+def _update_slot(session: Session, instance: Instance, now: datetime) -> None:
+    state, previous = state_of(instance), previous_of(instance)
+    holding = holds_slot(state, previous)
+    if holding and instance.contact_slot is None:
+        instance.contact_slot = instance.contact_id
+        session.flush()
+    elif not holding and instance.contact_slot is not None:
+        instance.contact_slot = None
+        session.flush()
+        promote_next(session, instance.contact_id, now=now)
+    elif not holding and state is State.QUEUED:
+        # A paused queued instance was resumed: it may be next in line already.
+        promote_next(session, instance.contact_id, now=now)
+
+
+def promote_next(session: Session, contact_id: int, *, now: datetime) -> Instance | None:
+    """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
+    session.flush()
+    if queries.slot_holder(session, contact_id) is not None:
+        return None
+    waiting = queries.oldest_queued(session, contact_id)
+    if waiting is None:
+        return None
+    apply_event(
+        session,
+        waiting,
+        Event.PRIOR_INSTANCE_TERMINAL,
+        now=now,
+        reason="the contact's previous conversation ended",
+    )
+    return waiting

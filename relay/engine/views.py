@@ -1,0 +1,247 @@
+"""Read models the API returns: plain frozen values with a stable JSON form.
+
+The CLI renders these; a main agent reads their ``to_json()``. Field names are
+part of relay's public interface, so change them only with a note in the docs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from relay.core.clock import isoformat
+from relay.store.models import Contact, Instance, Message, Todo, Transition
+
+
+@dataclass(frozen=True)
+class TodoView:
+    id: int
+    text: str
+    status: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "status": self.status}
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    id: str
+    contact: str
+    state: str
+    previous_state: str | None
+    objective: str
+    todos: tuple[TodoView, ...]
+    follow_up_count: int
+    max_followups: int
+    heartbeat_seconds: int
+    next_heartbeat_at: datetime | None
+    heartbeat_remaining_seconds: int | None
+    paused_until: datetime | None
+    channel: str
+    agent: str
+    window: str | None
+    failure_reason: str | None
+    end_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None
+    next_message: str | None = None
+
+    @classmethod
+    def build(
+        cls, instance: Instance, contact: Contact, todos: list[Todo], **extra: Any
+    ) -> InstanceView:
+        return cls(
+            id=instance.id,
+            contact=contact.address,
+            state=instance.state,
+            previous_state=instance.previous_state,
+            objective=instance.objective,
+            todos=tuple(TodoView(t.position, t.text, t.status) for t in todos),
+            follow_up_count=instance.follow_up_count,
+            max_followups=instance.max_followups,
+            heartbeat_seconds=instance.heartbeat_seconds,
+            next_heartbeat_at=instance.next_heartbeat_at,
+            heartbeat_remaining_seconds=instance.heartbeat_remaining_seconds,
+            paused_until=instance.paused_until,
+            channel=instance.channel,
+            agent=instance.agent,
+            window=instance.window,
+            failure_reason=instance.failure_reason,
+            end_reason=instance.end_reason,
+            created_at=instance.created_at,
+            updated_at=instance.updated_at,
+            ended_at=instance.ended_at,
+            **extra,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "contact": self.contact,
+            "state": self.state,
+            "previous_state": self.previous_state,
+            "objective": self.objective,
+            "todos": [t.to_json() for t in self.todos],
+            "follow_up_count": self.follow_up_count,
+            "max_followups": self.max_followups,
+            "heartbeat_seconds": self.heartbeat_seconds,
+            "next_heartbeat_at": isoformat(self.next_heartbeat_at),
+            "heartbeat_remaining_seconds": self.heartbeat_remaining_seconds,
+            "paused_until": isoformat(self.paused_until),
+            "channel": self.channel,
+            "agent": self.agent,
+            "window": self.window,
+            "failure_reason": self.failure_reason,
+            "end_reason": self.end_reason,
+            "next_message": self.next_message,
+            "created_at": isoformat(self.created_at),
+            "updated_at": isoformat(self.updated_at),
+            "ended_at": isoformat(self.ended_at),
+        }
+
+
+@dataclass(frozen=True)
+class MessageView:
+    id: int
+    instance_id: str | None
+    contact: str
+    direction: str
+    author: str
+    text: str
+    status: str
+    channel: str | None
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+
+    @classmethod
+    def build(cls, message: Message, contact: str) -> MessageView:
+        return cls(
+            id=message.id,
+            instance_id=message.instance_id,
+            contact=contact,
+            direction=message.direction,
+            author=message.author,
+            text=message.body,
+            status=message.status,
+            channel=message.channel,
+            attempts=message.attempts,
+            last_error=message.last_error,
+            created_at=message.created_at,
+            sent_at=message.sent_at,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "instance_id": self.instance_id,
+            "contact": self.contact,
+            "direction": self.direction,
+            "author": self.author,
+            "text": self.text,
+            "status": self.status,
+            "channel": self.channel,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "created_at": isoformat(self.created_at),
+            "sent_at": isoformat(self.sent_at),
+        }
+
+
+@dataclass(frozen=True)
+class TransitionView:
+    instance_id: str
+    from_state: str | None
+    to_state: str
+    event: str
+    actor: str
+    reason: str | None
+    at: datetime
+
+    @classmethod
+    def build(cls, row: Transition) -> TransitionView:
+        return cls(
+            row.instance_id, row.from_state, row.to_state, row.event, row.actor, row.reason,
+            row.created_at,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "from_state": self.from_state,
+            "to_state": self.to_state,
+            "event": self.event,
+            "actor": self.actor,
+            "reason": self.reason,
+            "at": isoformat(self.at),
+        }
+
+
+@dataclass(frozen=True)
+class ContactView:
+    address: str
+    kind: str
+    timezone: str | None
+    opted_out_at: datetime | None
+    live_instance: str | None
+    queued: tuple[str, ...]
+    unrouted: tuple[MessageView, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "contact": self.address,
+            "kind": self.kind,
+            "timezone": self.timezone,
+            "opted_out": self.opted_out_at is not None,
+            "opted_out_at": isoformat(self.opted_out_at),
+            "live_instance": self.live_instance,
+            "queued": list(self.queued),
+            "unrouted": [m.to_json() for m in self.unrouted],
+        }
+
+
+@dataclass(frozen=True)
+class DaemonView:
+    id: str
+    host: str
+    pid: int
+    started_at: datetime
+    last_pulse_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "host": self.host,
+            "pid": self.pid,
+            "started_at": isoformat(self.started_at),
+            "last_pulse_at": isoformat(self.last_pulse_at),
+        }
+
+
+@dataclass(frozen=True)
+class StatusView:
+    states: dict[str, int]
+    queue_depth: int
+    outbox_pending: int
+    outbox_failed: int
+    unrouted_inbound: int
+    work_due: int
+    daemons: tuple[DaemonView, ...] = ()
+    last_daemon_seen: datetime | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "states": self.states,
+            "queue_depth": self.queue_depth,
+            "outbox_pending": self.outbox_pending,
+            "outbox_failed": self.outbox_failed,
+            "unrouted_inbound": self.unrouted_inbound,
+            "work_due": self.work_due,
+            "daemons": [d.to_json() for d in self.daemons],
+            "last_daemon_seen": isoformat(self.last_daemon_seen),
+            "warnings": list(self.warnings),
+        }

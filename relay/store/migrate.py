@@ -1,0 +1,36 @@
+"""Schema upgrades through Alembic. Imported only by commands that migrate."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+
+from relay.store.database import Store
+
+
+def alembic_config(store: Store) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(resources.files("relay.migrations")))
+    config.set_main_option("sqlalchemy.url", store.engine.url.render_as_string(False))
+    return config
+
+
+def head_revision(store: Store) -> str:
+    return ScriptDirectory.from_config(alembic_config(store)).get_current_head() or ""
+
+
+def upgrade(store: Store, revision: str = "head") -> None:
+    config = alembic_config(store)
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
+
+
+def downgrade(store: Store, revision: str = "base") -> None:
+    config = alembic_config(store)
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.downgrade(config, revision)

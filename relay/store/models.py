@@ -1,0 +1,204 @@
+"""SQLAlchemy 2 models: the instance store's tables.
+
+Every schema change here needs an Alembic revision under ``migrations/``; a
+test compares the schema the migrations build with these models.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Referenced by name when a unique violation becomes a domain error.
+CONTACT_SLOT_INDEX = "uq_instances_contact_slot"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in Python on every backend (SQLite keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use timezone-aware UTC")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class Contact(Base):
+    __tablename__ = "contacts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    address: Mapped[str] = mapped_column(String(320), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    timezone: Mapped[str | None] = mapped_column(String(64))
+    opted_out_at: Mapped[datetime | None]
+    opt_out_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Instance(Base):
+    __tablename__ = "instances"
+
+    # ``seq`` orders the FIFO queue even when two instances share a timestamp.
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(16), unique=True)
+    contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id"), index=True)
+    # Equals contact_id while this instance holds the contact's one live slot;
+    # NULL otherwise. The unique index is the invariant.
+    contact_slot: Mapped[int | None] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    previous_state: Mapped[str | None] = mapped_column(String(32))
+    objective: Mapped[str] = mapped_column(Text)
+    channel: Mapped[str] = mapped_column(String(64))
+    agent: Mapped[str] = mapped_column(String(64))
+    window: Mapped[str | None] = mapped_column(String(128))
+    heartbeat_seconds: Mapped[int] = mapped_column(Integer)
+    max_followups: Mapped[int] = mapped_column(Integer)
+    follow_up_count: Mapped[int] = mapped_column(Integer, default=0)
+    next_heartbeat_at: Mapped[datetime | None] = mapped_column(index=True)
+    heartbeat_remaining_seconds: Mapped[int | None] = mapped_column(Integer)
+    heartbeat_override_seconds: Mapped[int | None] = mapped_column(Integer)
+    paused_until: Mapped[datetime | None]
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    end_reason: Mapped[str | None] = mapped_column(Text)
+    # Turn leases: a claimed turn runs outside any transaction; ``version``
+    # tells the commit whether anything changed meanwhile.
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None]
+    turn_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
+        Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
+    )
+
+
+class Todo(Base):
+    __tablename__ = "todos"
+
+    instance_id: Mapped[str] = mapped_column(
+        ForeignKey("instances.id", ondelete="CASCADE"), primary_key=True
+    )
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    text: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    updated_at: Mapped[datetime]
+
+
+class Message(Base):
+    """A transcript row; its text is never changed, only delivery bookkeeping."""
+
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    instance_id: Mapped[str | None] = mapped_column(
+        ForeignKey("instances.id", ondelete="CASCADE"), index=True
+    )
+    contact_id: Mapped[int] = mapped_column(ForeignKey("contacts.id"), index=True)
+    direction: Mapped[str] = mapped_column(String(8))
+    author: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))
+    channel: Mapped[str | None] = mapped_column(String(64))
+    # Outbox bookkeeping (outbound only).
+    idempotency_key: Mapped[str | None] = mapped_column(String(64), unique=True)
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None]
+    proactive: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    sent_at: Mapped[datetime | None]
+    processed_at: Mapped[datetime | None]
+
+    __table_args__ = (
+        Index("ix_messages_status_next_attempt_at", "status", "next_attempt_at"),
+        Index("ix_messages_channel_sent_at", "channel", "sent_at"),
+    )
+
+
+class Transition(Base):
+    """The append-only log: one row per state change."""
+
+    __tablename__ = "transitions"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    instance_id: Mapped[str] = mapped_column(
+        ForeignKey("instances.id", ondelete="CASCADE"), index=True
+    )
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str] = mapped_column(String(32))
+    event: Mapped[str] = mapped_column(String(48))
+    actor: Mapped[str] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class StateEntry(Base):
+    """Scoped key-value state: scope ``app`` (scope_id ''), ``contact`` or ``instance``."""
+
+    __tablename__ = "state_entries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(String(16))
+    scope_id: Mapped[str] = mapped_column(String(32))
+    key: Mapped[str] = mapped_column(String(255))
+    value: Mapped[Any] = mapped_column(JSON)
+    updated_at: Mapped[datetime]
+
+    __table_args__ = (UniqueConstraint("scope", "scope_id", "key"),)
+
+
+class Daemon(Base):
+    __tablename__ = "daemons"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime]
+    last_pulse_at: Mapped[datetime | None]
+    stopped_at: Mapped[datetime | None]

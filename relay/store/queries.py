@@ -1,0 +1,113 @@
+"""Named queries over the store; the engine asks these instead of writing SQL inline."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from relay.core.errors import Ambiguous, NotFound
+from relay.core.states import State
+from relay.store.models import CONTACT_SLOT_INDEX, Contact, Instance, Message, Todo, Transition
+
+
+def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
+    """Whether ``exc`` broke the named unique index (PostgreSQL) or its column (SQLite)."""
+    diag = getattr(exc.orig, "diag", None)
+    if diag is not None and getattr(diag, "constraint_name", None):
+        return diag.constraint_name == name
+    return column in str(exc.orig)
+
+
+def is_slot_violation(exc: IntegrityError) -> bool:
+    return is_violation(exc, CONTACT_SLOT_INDEX, "instances.contact_slot")
+
+
+def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> Instance:
+    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error."""
+    cleaned = prefix.strip().lower()
+    if not cleaned:
+        raise NotFound("no instance id given")
+    escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = select(Instance).where(Instance.id.like(escaped + "%", escape="\\")).limit(2)
+    if lock:
+        query = query.with_for_update()
+    found = session.scalars(query).all()
+    if not found:
+        raise NotFound(f"no instance matches {prefix!r}")
+    if len(found) > 1:
+        exact = [i for i in found if i.id == cleaned]
+        if exact:
+            return exact[0]
+        raise Ambiguous(f"instance id {prefix!r} is ambiguous; type more characters")
+    return found[0]
+
+
+def contact_by_address(session: Session, address: str) -> Contact | None:
+    return session.scalar(select(Contact).where(Contact.address == address))
+
+
+def slot_holder(session: Session, contact_id: int) -> Instance | None:
+    return session.scalar(select(Instance).where(Instance.contact_slot == contact_id))
+
+
+def oldest_queued(session: Session, contact_id: int) -> Instance | None:
+    """The next instance in the contact's FIFO (paused queued ones keep their place
+    without blocking)."""
+    return session.scalar(
+        select(Instance)
+        .where(Instance.contact_id == contact_id, Instance.state == State.QUEUED.value)
+        .order_by(Instance.seq)
+        .limit(1)
+        .with_for_update()
+    )
+
+
+def live_instance_for_contact(session: Session, contact_id: int) -> Instance | None:
+    return slot_holder(session, contact_id)
+
+
+def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
+    """Instances waiting for the contact's slot, paused or not, oldest first."""
+    return session.scalars(
+        select(Instance)
+        .where(Instance.contact_id == contact_id, Instance.contact_slot.is_(None))
+        .where(Instance.state.in_([State.QUEUED.value, State.PAUSED.value]))
+        .order_by(Instance.seq)
+    ).all()
+
+
+def todos_of(session: Session, instance_id: str) -> Sequence[Todo]:
+    return session.scalars(
+        select(Todo).where(Todo.instance_id == instance_id).order_by(Todo.position)
+    ).all()
+
+
+def transcript_of(session: Session, instance_id: str, limit: int | None = None) -> list[Message]:
+    """The instance's transcript in order; with ``limit``, the most recent ``limit`` rows."""
+    query = select(Message).where(Message.instance_id == instance_id)
+    if limit is not None:
+        rows = session.scalars(query.order_by(Message.id.desc()).limit(limit)).all()
+        return list(reversed(rows))
+    return list(session.scalars(query.order_by(Message.id)).all())
+
+
+def history_of(session: Session, instance_id: str) -> Sequence[Transition]:
+    return session.scalars(
+        select(Transition).where(Transition.instance_id == instance_id).order_by(Transition.id)
+    ).all()
+
+
+def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]:
+    return session.scalars(
+        select(Message)
+        .where(Message.instance_id == instance_id, Message.status == "received")
+        .order_by(Message.id)
+    ).all()
+
+
+def count_by(session: Session, column: object, *where: object) -> dict[str, int]:
+    rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
+    return {str(key): int(count) for key, count in rows}
