@@ -73,6 +73,7 @@ def upgrade() -> None:
         sa.Column("heartbeat_remaining_seconds", sa.Integer(), nullable=True),
         sa.Column("heartbeat_override_seconds", sa.Integer(), nullable=True),
         sa.Column("paused_until", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("not_before", sa.DateTime(timezone=True), nullable=True),
         sa.Column("failure_reason", sa.Text(), nullable=True),
         sa.Column("end_reason", sa.Text(), nullable=True),
         sa.Column("version", sa.Integer(), nullable=False),

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from relay.core.errors import ConfigError, RelayError
+from relay.core.durations import parse_duration
+from relay.core.errors import ConfigError, InvalidInput, RelayError
 from relay.core.turns import Action, TurnContext
 
 
@@ -26,6 +27,37 @@ class TransientAgentError(AgentError):
     """The agent timed out or its server failed; worth one retry."""
 
     transient = True
+
+
+class AgentConfigError(AgentError, ConfigError):
+    """The agent's settings are not valid.
+
+    Both an AgentError (a turn that hits it goes to NEEDS_HUMAN_INTERVENTION
+    with this message) and a ConfigError (the CLI exits 2 when it builds the
+    agent up front).
+    """
+
+
+def timeout_seconds(settings: Mapping[str, Any], default: str = "60s") -> float:
+    """Read ``[agent] timeout``; TOML may hold a bare number, which means seconds."""
+    raw = settings.get("timeout", default)
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        if raw <= 0:
+            raise AgentConfigError(f"agent.timeout must be greater than zero, not {raw!r}")
+        return float(raw)
+    try:
+        return parse_duration(str(raw)).total_seconds()
+    except InvalidInput as exc:
+        raise AgentConfigError(f"agent.timeout: {exc.message}") from None
+
+
+def excerpt(text: str, limit: int = 200, *, tail: bool = False) -> str:
+    """One line of at most ``limit`` characters, because an error reason is shown
+    on one line; ``tail`` keeps the end (where a traceback names the error)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return "…" + flat[-(limit - 1) :] if tail else flat[: limit - 1] + "…"
 
 
 class Agent(Protocol):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from relay.core.errors import ConfigError, RelayError
+from relay.core.durations import parse_duration
+from relay.core.errors import ConfigError, InvalidInput, RelayError
 
 
 class ChannelError(RelayError):
@@ -57,6 +58,53 @@ class Channel(Protocol):
     def poll(self) -> list[Inbound]:
         """Return inbound messages that arrived since the last poll (may be empty)."""
         ...
+
+
+def setting_flag(name: str, settings: Mapping[str, Any], key: str, default: bool) -> bool:
+    """Read a boolean that may arrive as a TOML bool or as text from an environment variable."""
+    value = settings.get(key, default)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"channels.{name}.{key}: expected true or false, got {value!r}")
+
+
+def setting_seconds(name: str, settings: Mapping[str, Any], key: str, default: str) -> float:
+    """Read a duration (``10s``, ``2m`` or a bare number of seconds) as seconds."""
+    value = settings.get(key, default)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    try:
+        return parse_duration(str(value)).total_seconds()
+    except InvalidInput as exc:
+        raise ConfigError(f"channels.{name}.{key}: {exc.message}") from None
+
+
+def setting_required(name: str, settings: Mapping[str, Any], key: str) -> str:
+    value = settings.get(key)
+    if value is None or not str(value).strip():
+        raise ConfigError(f"channels.{name}.{key} is required")
+    return str(value).strip()
+
+
+def secret_from_env(name: str, variable: str) -> str:
+    """Read a secret named by the config at send time, not at start-up.
+
+    Read commands build channels too and should not need the secret; a missing
+    one fails the message for good, since retrying cannot make it appear.
+    """
+    import os
+
+    value = os.environ.get(variable)
+    if not value:
+        raise PermanentChannelError(
+            f"channel {name}: environment variable {variable} is not set or empty"
+        )
+    return value
 
 
 ChannelFactory = Callable[[str, Mapping[str, Any]], Channel]

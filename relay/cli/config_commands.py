@@ -18,7 +18,9 @@ def init(
     directory: Annotated[
         Path, typer.Argument(help="Where to write relay.toml (default: here).")
     ] = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing relay.toml.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing relay.toml.")
+    ] = False,
 ) -> None:
     """Write a commented relay.toml and create its database."""
     from relay.config import CONFIG_NAME, TEMPLATE, load_config
@@ -32,7 +34,7 @@ def init(
     tmp.write_text(TEMPLATE, encoding="utf-8")
     tmp.replace(target)
     config = load_config(target, overrides=state.overrides)
-    store = open_store(config)
+    store = open_store(config, create=True)
     store.dispose()
     render.line(f"wrote {target}")
     render.line(f"database: {config.database_url}")
@@ -58,8 +60,10 @@ def show(json_out: JsonOption = False) -> None:
     render.table(
         "configuration",
         ["key", "value", "source"],
-        ([k, repr(v) if isinstance(v, str) else v, config.sources.get(k, "?")]
-         for k, v in sorted(config.values.items())),
+        (
+            [k, repr(v) if isinstance(v, str) else v, config.sources.get(k, "?")]
+            for k, v in sorted(config.values.items())
+        ),
     )
 
 

@@ -82,14 +82,18 @@ def _state_line(view: InstanceView) -> None:
 
 def start(
     contact: Annotated[str, typer.Argument(help="Phone number (any format) or email address.")],
-    objective: Annotated[str, typer.Option("--objective", "-o", help="What the conversation is for.")],
+    objective: Annotated[
+        str, typer.Option("--objective", "-o", help="What the conversation is for.")
+    ],
     todo: Annotated[
         list[str],
         typer.Option("--todo", "-t", help="A checklist item; repeat for several."),
     ],
     heartbeat: Annotated[
         str | None,
-        typer.Option(help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."),
+        typer.Option(
+            help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."
+        ),
     ] = None,
     max_followups: Annotated[
         int | None,
@@ -134,16 +138,19 @@ def start(
 
 
 def _first_turn(instance_id: str) -> str | None:
-    """Run the first turn now when the engine is present; never fail a created instance."""
+    """Run the first turn now; never report failure for an instance that was created."""
+    from relay.engine.pulse import start_now
+
     try:
-        from relay.engine.runner import run_first_turn
-    except ModuleNotFoundError:
-        return None
-    try:
-        return run_first_turn(state.relay(), instance_id)
-    except Exception as exc:  # noqa: BLE001 - the instance exists; the daemon will retry
+        outcome = start_now(state.relay(), instance_id)
+    except Exception as exc:
         render.warn(f"first turn did not run now ({exc}); the daemon or `relay tick` will run it")
         return None
+    if outcome is None:
+        return None
+    if outcome.note and not outcome.messages:
+        render.warn(outcome.note)
+    return "\n".join(outcome.messages) or None
 
 
 def list_(
@@ -318,11 +325,13 @@ def send(
 
 
 def _deliver_now(message: MessageView) -> MessageView:
+    from relay.engine.outbox import deliver_one
+
     try:
-        from relay.engine.outbox import deliver_one
-    except ModuleNotFoundError:
+        return deliver_one(state.relay(), message.id)
+    except Exception as exc:
+        render.warn(f"could not deliver now ({exc}); the message stays queued")
         return message
-    return deliver_one(state.relay(), message.id)
 
 
 def receive(
@@ -358,7 +367,10 @@ def _print_status(view: StatusView) -> None:
             ("unrouted inbound", view.unrouted_inbound),
             ("work due", view.work_due),
             ("live daemons", len(view.daemons)),
-            ("last daemon seen", render.when(view.last_daemon_seen) if view.last_daemon_seen else "never"),
+            (
+                "last daemon seen",
+                render.when(view.last_daemon_seen) if view.last_daemon_seen else "never",
+            ),
         ]
     )
     for warning in view.warnings:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from relay.config import Config
     from relay.engine.service import Relay
 
+
 class RelayGroup(TyperGroup):
     """Turns every failure into one stderr line and a documented exit code.
 
@@ -37,7 +38,7 @@ class RelayGroup(TyperGroup):
         except KeyboardInterrupt:
             render.error("interrupted")
             ctx.exit(130)
-        except Exception as exc:  # noqa: BLE001 - the CLI promises no tracebacks
+        except Exception as exc:
             if _is_framework_exception(exc):
                 raise  # usage errors and exits: the framework prints and exits
             render.error(_describe(exc))
@@ -120,7 +121,9 @@ def main(
     ] = None,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version."),
+        typer.Option(
+            "--version", callback=version_callback, is_eager=True, help="Show the version."
+        ),
     ] = False,
 ) -> None:
     state.close()

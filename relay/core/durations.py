@@ -8,13 +8,16 @@ from datetime import timedelta
 from relay.core.errors import InvalidInput
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_PART = re.compile(r"(\d+)\s*([smhdw])")
+# Ten years: beyond any sensible heartbeat or pause, and well inside the 32-bit
+# seconds columns and timedelta's range.
+MAX_SECONDS = 10 * 365 * 86400
+_PART = re.compile(r"(\d+)\s*([smhdw])", re.ASCII)
 
 
 def parse_duration(text: str) -> timedelta:
     """Parse ``text`` into a positive timedelta; a bare number means seconds."""
     cleaned = text.strip().lower()
-    if cleaned.isdigit():
+    if cleaned.isascii() and cleaned.isdigit():
         seconds = int(cleaned)
     else:
         pos, seconds = 0, 0
@@ -27,6 +30,8 @@ def parse_duration(text: str) -> timedelta:
             raise InvalidInput(f"invalid duration {text!r}: use forms like 90s, 30m, 2h, 1d")
     if seconds <= 0:
         raise InvalidInput(f"invalid duration {text!r}: must be greater than zero")
+    if seconds > MAX_SECONDS:
+        raise InvalidInput(f"invalid duration {text!r}: must be at most 3650d")
     return timedelta(seconds=seconds)
 
 

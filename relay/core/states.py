@@ -9,12 +9,12 @@ absorbing), so a bad edit fails at import rather than in production.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
+from enum import Enum, StrEnum
 
 from relay.core.errors import Refused
 
 
-class State(str, Enum):
+class State(StrEnum):
     CREATED = "CREATED"
     QUEUED = "QUEUED"
     ACTIVE = "ACTIVE"
@@ -35,7 +35,7 @@ class State(str, Enum):
         return self in TERMINAL
 
 
-class Event(str, Enum):
+class Event(StrEnum):
     AGENT_SENDS_FIRST_MESSAGE = "agent_sends_first_message"
     CONTACT_HAS_ACTIVE_INSTANCE = "contact_has_active_instance"
     PRIOR_INSTANCE_TERMINAL = "prior_instance_terminal"
@@ -89,6 +89,7 @@ _BASE: dict[State, dict[Event, State]] = {
         E.CONTACT_REPLIES: S.WAITING_FOR_AGENT,
         E.HEARTBEAT_FIRES: S.HEARTBEAT_SCHEDULED,
         E.END_CONVERSATION: S.COMPLETED,
+        E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,  # + a delivery failed for good
     },
     S.WAITING_FOR_AGENT: {
         E.AGENT_PROCESSES_REPLY: S.ACTIVE,

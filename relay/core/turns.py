@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 from relay.core.durations import parse_duration
@@ -17,7 +17,7 @@ from relay.core.errors import InvalidInput
 from relay.core.values import TodoStatus
 
 
-class TurnReason(str, Enum):
+class TurnReason(StrEnum):
     FIRST_MESSAGE = "first_message"
     REPLY = "reply"
     FOLLOW_UP = "follow_up"

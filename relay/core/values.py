@@ -7,10 +7,10 @@ channels (which must not see the store) can be written against them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 
-class TodoStatus(str, Enum):
+class TodoStatus(StrEnum):
     PENDING = "pending"
     IN_PROGRESS = "in_progress"
     COMPLETED = "completed"
@@ -20,7 +20,7 @@ class TodoStatus(str, Enum):
         return self.value
 
 
-class Direction(str, Enum):
+class Direction(StrEnum):
     INBOUND = "inbound"
     OUTBOUND = "outbound"
 
@@ -28,7 +28,7 @@ class Direction(str, Enum):
         return self.value
 
 
-class Author(str, Enum):
+class Author(StrEnum):
     AGENT = "agent"
     OPERATOR = "operator"
     CONTACT = "contact"
@@ -38,7 +38,7 @@ class Author(str, Enum):
         return self.value
 
 
-class MessageStatus(str, Enum):
+class MessageStatus(StrEnum):
     """Lifecycle of a transcript row.
 
     Outbound: queued -> sending -> sent, or failed / blocked (opted out) /
@@ -59,7 +59,7 @@ class MessageStatus(str, Enum):
         return self.value
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     APP = "app"
     CONTACT = "contact"
     INSTANCE = "instance"

@@ -43,7 +43,9 @@ def _phone(raw: str, region: str) -> Address:
     try:
         number = phonenumbers.parse(raw, region.upper() or None)
     except phonenumbers.NumberParseException as exc:
-        raise InvalidInput(f"invalid contact {raw!r}: not a phone number or email ({exc})") from None
+        raise InvalidInput(
+            f"invalid contact {raw!r}: not a phone number or email ({exc})"
+        ) from None
     # Possible, not valid: fictional ranges such as 555 must still work in demos and tests.
     if not phonenumbers.is_possible_number(number):
         raise InvalidInput(f"invalid phone number {raw!r}")

@@ -23,7 +23,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput, NotFound, OptedOut, Refused
 from relay.core.states import TERMINAL, Event, State
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import transitions
+from relay.engine import inbound, transitions
 from relay.engine.addresses import normalise_address
 from relay.engine.store_setup import open_store
 from relay.engine.views import (
@@ -300,14 +300,73 @@ class Relay:
                 instance.version += 1
             return MessageView.build(message, person.address)
 
-    def receive(self, contact: str, text: str) -> MessageView:
+    def receive(self, contact: str, text: str, *, channel: str = "cli") -> MessageView:
         """Store an inbound message at once and route it to the contact's live instance."""
         address = self.normalise(contact)
         body = _clean_text(text, "message")
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
-            message = record_inbound(session, person, body, self.now())
+            message = inbound.record_inbound(
+                session, person, body, self.now(), keywords=self.keywords(), channel=channel
+            )
             return MessageView.build(message, address)
+
+    def keywords(self) -> inbound.Keywords:
+        return inbound.Keywords.from_config(
+            self.config.get("optout.keywords") or "", self.config.get("optout.optin_keywords") or ""
+        )
+
+    # -- contacts -----------------------------------------------------------
+
+    def contact(self, contact: str) -> ContactView:
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=False)
+            return self._contact_view(session, person)
+
+    def _contact_view(self, session: Session, person: Contact) -> ContactView:
+        holder = queries.slot_holder(session, person.id)
+        waiting = queries.queued_instances(session, person.id)
+        unrouted = session.scalars(
+            select(Message)
+            .where(Message.contact_id == person.id, Message.instance_id.is_(None))
+            .order_by(Message.id)
+        ).all()
+        return ContactView(
+            address=person.address,
+            kind=person.kind,
+            timezone=person.timezone,
+            opted_out_at=person.opted_out_at,
+            live_instance=holder.id if holder else None,
+            queued=tuple(i.id for i in waiting),
+            unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
+        )
+
+    def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
+        """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
+            return self._contact_view(session, person)
+
+    def opt_in(self, contact: str) -> ContactView:
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=False)
+            inbound.opt_in(person, self.now())
+            return self._contact_view(session, person)
+
+    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
+        address = self.normalise(contact)
+        if timezone is not None:
+            check_timezone(timezone)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            if timezone is not None:
+                person.timezone = timezone
+                person.updated_at = self.now()
+            return self._contact_view(session, person)
 
     # -- status -------------------------------------------------------------
 
@@ -403,33 +462,6 @@ def queue_outbound(
     return message
 
 
-def record_inbound(session: Session, person: Contact, body: str, now: datetime) -> Message:
-    """Store an inbound message and move a waiting instance to WAITING_FOR_AGENT.
-
-    A message that arrives while the instance cannot take it (paused, waiting
-    for a human, mid-follow-up) stays ``received`` and is picked up when the
-    state allows; with no live instance it is kept unrouted.
-    """
-    holder = queries.slot_holder(session, person.id)
-    message = Message(
-        instance_id=holder.id if holder else None,
-        contact_id=person.id,
-        direction=Direction.INBOUND.value,
-        author=Author.CONTACT.value,
-        body=body,
-        status=MessageStatus.RECEIVED.value,
-        attempts=0,
-        created_at=now,
-    )
-    session.add(message)
-    session.flush()
-    if holder is not None and holder.state == State.WAITING_FOR_REPLY.value:
-        transitions.apply_event(
-            session, holder, Event.CONTACT_REPLIES, now=now, actor="contact"
-        )
-    return message
-
-
 def _cancel_outbox(session: Session, instance_id: str) -> None:
     """A cancelled conversation sends nothing more, not even what was queued."""
     for message in session.scalars(
@@ -452,6 +484,17 @@ def _clean_text(text: str, what: str) -> str:
 
 def _interval(value: str | timedelta) -> timedelta:
     return value if isinstance(value, timedelta) else parse_duration(value)
+
+
+def check_timezone(name: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(
+            f"unknown time zone {name!r} (use an IANA name like Europe/Madrid)"
+        ) from None
 
 
 def parse_state(text: str) -> State:

@@ -6,18 +6,19 @@ from relay.config import Config
 from relay.store.database import HEAD_REVISION, Store, make_engine
 
 
-def open_store(config: Config, *, check: bool = True) -> Store:
+def open_store(config: Config, *, check: bool = True, create: bool = False) -> Store:
     """Open the configured store.
 
     The default SQLite database is created and migrated the first time it is
-    used (alembic is imported only then). Any other database must already be
+    used (alembic is imported only then), as is any empty database when
+    ``create`` is set (``relay init``, ``relay demo``). Any other database must already be
     at this code's schema; otherwise the user is told to run ``relay db upgrade``.
     """
     store = Store(make_engine(config.database_url))
     if not check:
         return store
     revision = store.revision()
-    if revision is None and config.uses_default_database:
+    if revision is None and (create or config.uses_default_database):
         from relay.store.migrate import upgrade
 
         upgrade(store)

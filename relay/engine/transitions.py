@@ -56,6 +56,7 @@ def apply_event(
     instance.updated_at = now
     instance.lease_owner = None
     instance.lease_expires_at = None
+    instance.turn_attempts = 0
     if target.terminal:
         instance.ended_at = now
         if event is Event.CANCEL:

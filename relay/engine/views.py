@@ -164,7 +164,12 @@ class TransitionView:
     @classmethod
     def build(cls, row: Transition) -> TransitionView:
         return cls(
-            row.instance_id, row.from_state, row.to_state, row.event, row.actor, row.reason,
+            row.instance_id,
+            row.from_state,
+            row.to_state,
+            row.event,
+            row.actor,
+            row.reason,
             row.created_at,
         )
 

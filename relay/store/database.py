@@ -38,7 +38,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return _sqlite_engine(url, **kwargs)
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - any driver/URL error is a config error
+    except Exception as exc:
         raise ConfigError(f"cannot use database URL {url!r}: {exc}") from exc
 
 

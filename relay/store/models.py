@@ -99,6 +99,9 @@ class Instance(Base):
     heartbeat_remaining_seconds: Mapped[int | None] = mapped_column(Integer)
     heartbeat_override_seconds: Mapped[int | None] = mapped_column(Integer)
     paused_until: Mapped[datetime | None]
+    # A turn is not due before this time (a first message held for the
+    # sending window).
+    not_before: Mapped[datetime | None]
     failure_reason: Mapped[str | None] = mapped_column(Text)
     end_reason: Mapped[str | None] = mapped_column(Text)
     # Turn leases: a claimed turn runs outside any transaction; ``version``

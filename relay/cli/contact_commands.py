@@ -1,0 +1,75 @@
+"""``relay contact show|set|opt-out|opt-in``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from relay.cli import render
+from relay.cli.main import JsonOption, state
+from relay.engine.views import ContactView
+
+contact_app = typer.Typer(help="Inspect contacts and manage opt-outs.", no_args_is_help=True)
+
+ContactArg = Annotated[str, typer.Argument(help="Phone number or email address.")]
+
+
+def _print(view: ContactView, json_out: bool) -> None:
+    if json_out:
+        render.emit_json(view.to_json())
+        return
+    render.fields(
+        [
+            ("contact", view.address),
+            ("kind", view.kind),
+            ("time zone", view.timezone or "(default)"),
+            ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
+            ("live instance", view.live_instance),
+            ("queued", ", ".join(view.queued) or "-"),
+        ]
+    )
+    if view.unrouted:
+        render.table(
+            "messages with no live conversation",
+            ["#", "time", "text"],
+            ([m.id, render.when(m.created_at), m.text] for m in view.unrouted),
+        )
+
+
+@contact_app.command()
+def show(contact: ContactArg, json_out: JsonOption = False) -> None:
+    """Show a contact: opt-out status, live and queued instances, unrouted messages."""
+    _print(state.relay().contact(contact), json_out)
+
+
+@contact_app.command("set")
+def set_(
+    contact: ContactArg,
+    tz: Annotated[
+        str | None, typer.Option("--tz", help="IANA time zone, e.g. Europe/Madrid.")
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Set contact fields (the time zone sending windows are read in)."""
+    _print(state.relay().set_contact(contact, timezone=tz), json_out)
+
+
+@contact_app.command("opt-out")
+def opt_out(
+    contact: ContactArg,
+    reason: Annotated[str, typer.Option(help="Why; kept with the contact.")] = "operator",
+    json_out: JsonOption = False,
+) -> None:
+    """Opt a contact out: end its live conversation, fail queued ones, block all delivery."""
+    _print(state.relay().opt_out(contact, reason=reason), json_out)
+
+
+@contact_app.command("opt-in")
+def opt_in(contact: ContactArg, json_out: JsonOption = False) -> None:
+    """Allow messages to a contact who opted out (they asked to hear from you again)."""
+    _print(state.relay().opt_in(contact), json_out)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(contact_app, name="contact")

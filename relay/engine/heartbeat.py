@@ -1,0 +1,96 @@
+"""Heartbeats: following up with silent contacts, and abandoning after the limit.
+
+What is due is a column (``next_heartbeat_at``, set on entering
+WAITING_FOR_REPLY), so a daemon that was down for a day fires each overdue
+heartbeat once, in due order, when it comes back: the firing moves the
+instance out of WAITING_FOR_REPLY, and the next countdown starts only after
+the follow-up is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from relay.core.clock import isoformat
+from relay.core.states import Event
+from relay.engine import policy, transitions
+from relay.store import claims
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+log = logging.getLogger("relay.heartbeat")
+
+ACTOR = "heartbeat"
+
+
+@dataclass
+class HeartbeatReport:
+    fired: int = 0
+    abandoned: int = 0
+    deferred: int = 0
+    resumed: int = 0
+
+
+def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
+    """Fire every due heartbeat (up to ``limit``) in one transaction.
+
+    Rows are locked and re-checked by the claim query itself, so a heartbeat
+    for an instance that meanwhile got a reply, was paused or ended is not
+    seen at all. A follow-up due outside the contact's sending window waits
+    for it to open; abandoning sends nothing, so it never waits.
+    """
+    report = HeartbeatReport()
+    with relay.store.transaction() as session:
+        now = relay.now()
+        for instance in claims.due_heartbeats(session, now, limit):
+            if instance.follow_up_count >= instance.max_followups:
+                transitions.apply_event(
+                    session, instance, Event.HEARTBEAT_FIRES, now=now, actor=ACTOR
+                )
+                transitions.apply_event(
+                    session,
+                    instance,
+                    Event.MAX_FOLLOWUPS_EXCEEDED,
+                    now=now,
+                    actor=ACTOR,
+                    reason=f"no reply after {instance.follow_up_count} follow-up(s)",
+                )
+                report.abandoned += 1
+                log.info("instance %s abandoned", instance.id)
+                continue
+            opens = policy.next_window_open(session, instance, relay.config, now)
+            if opens > now:
+                instance.next_heartbeat_at = opens
+                report.deferred += 1
+                log.info(
+                    "instance %s: follow-up held for the sending window until %s",
+                    instance.id,
+                    isoformat(opens),
+                )
+                continue
+            transitions.apply_event(
+                session,
+                instance,
+                Event.HEARTBEAT_FIRES,
+                now=now,
+                actor=ACTOR,
+                reason=f"follow-up {instance.follow_up_count + 1} of {instance.max_followups}",
+            )
+            report.fired += 1
+    return report
+
+
+def resume_snoozed(relay: Relay, limit: int) -> int:
+    """Resume instances paused with ``--until`` whose time has come."""
+    resumed = 0
+    with relay.store.transaction() as session:
+        now = relay.now()
+        for instance in claims.due_snoozes(session, now, limit):
+            transitions.apply_event(
+                session, instance, Event.RESUME, now=now, actor="snooze", reason="snooze ended"
+            )
+            resumed += 1
+    return resumed

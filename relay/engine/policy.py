@@ -1,0 +1,33 @@
+"""Where configuration meets an instance: its sending window and time zone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.orm import Session
+
+from relay.config import Config
+from relay.core.windows import Window, next_open, parse_window, zone
+from relay.store.models import Contact, Instance
+
+
+def window_of(instance: Instance, config: Config) -> Window | None:
+    spec = instance.window or str(config.get("defaults.window") or "")
+    return parse_window(spec) if spec.strip() else None
+
+
+def zone_of(contact: Contact, config: Config) -> ZoneInfo:
+    return zone(contact.timezone or str(config.get("defaults.timezone") or "UTC"))
+
+
+def next_window_open(
+    session: Session, instance: Instance, config: Config, now: datetime
+) -> datetime:
+    """``now`` if proactive messages may go to this instance's contact now, else when they may."""
+    window = window_of(instance, config)
+    if window is None:
+        return now
+    contact = session.get(Contact, instance.contact_id)
+    assert contact is not None
+    return next_open(window, now, zone_of(contact, config))

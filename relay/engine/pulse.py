@@ -1,0 +1,142 @@
+"""One pass over all due work: what ``relay tick`` runs and what each daemon pulse runs.
+
+Order matters: snoozes end first, heartbeats fire, then turns run (first
+messages, replies, follow-ups, resumes), then the outbox delivers what the
+turns wrote. Turns repeat within the pass while new ones fall due (a
+conversation that ends promotes a queued one, which is started at once).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from relay.core.errors import RelayError
+from relay.engine import heartbeat
+from relay.engine.outbox import Channels, DeliveryReport, Dispatcher
+from relay.engine.turns import TurnOutcome, TurnRunner
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+log = logging.getLogger("relay.pulse")
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class PulseReport:
+    resumed: int = 0
+    fired: int = 0
+    abandoned: int = 0
+    deferred: int = 0
+    polled: int = 0
+    turns: list[TurnOutcome] = field(default_factory=list)
+    delivery: DeliveryReport = field(default_factory=DeliveryReport)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def idle(self) -> bool:
+        d = self.delivery
+        work = (
+            self.resumed,
+            self.fired,
+            self.abandoned,
+            self.polled,
+            len(self.turns),
+            d.sent,
+            d.retried,
+            d.failed,
+            d.blocked,
+        )
+        return not any(work)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resumed": self.resumed,
+            "heartbeats_fired": self.fired,
+            "abandoned": self.abandoned,
+            "deferred": self.deferred,
+            "inbound_polled": self.polled,
+            "turns": [
+                {
+                    "instance_id": t.instance_id,
+                    "reason": t.reason,
+                    "state": t.state,
+                    "messages": list(t.messages),
+                    "discarded": t.discarded,
+                    "note": t.note,
+                }
+                for t in self.turns
+            ],
+            "delivered": self.delivery.sent,
+            "retrying": self.delivery.retried,
+            "failed": self.delivery.failed,
+            "blocked": self.delivery.blocked,
+            "held": self.delivery.held,
+            "errors": self.errors,
+        }
+
+
+class Pulse:
+    def __init__(self, relay: Relay, owner: str) -> None:
+        self.relay = relay
+        self.owner = owner
+        self.turns = TurnRunner(relay, owner)
+        self.channels = Channels(relay)
+        self.dispatcher = Dispatcher(relay, self.channels)
+        self.batch = max(1, int(relay.config.get("daemon.batch") or 500))
+
+    def run(self, *, poll: bool = False) -> PulseReport:
+        report = PulseReport()
+        if poll:
+            report.polled = self.poll(report)
+        report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)
+        beats = heartbeat.fire_due(self.relay, self.batch)
+        report.fired, report.abandoned, report.deferred = (
+            beats.fired,
+            beats.abandoned,
+            beats.deferred,
+        )
+        for _ in range(MAX_ROUNDS):
+            outcomes = self.turns.run_due(self.batch)
+            report.turns.extend(outcomes)
+            report.delivery.add(self.dispatcher.deliver_due(self.batch))
+            if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):
+                break
+        self.dispatcher.limits.reset()
+        return report
+
+    def poll(self, report: PulseReport) -> int:
+        """Ask every configured channel for inbound messages and record them."""
+        received = 0
+        for name in self.channels.names():
+            try:
+                messages = self.channels.get(name).poll()
+            except RelayError as exc:
+                report.errors.append(f"polling {name}: {exc.message}")
+                log.error("polling channel %s failed: %s", name, exc.message)
+                continue
+            for item in messages:
+                try:
+                    self.relay.receive(item.sender, item.text, channel=name)
+                    received += 1
+                except RelayError as exc:
+                    report.errors.append(f"inbound from {item.sender!r} on {name}: {exc.message}")
+        return received
+
+
+def _promotes(outcome: TurnOutcome) -> bool:
+    return outcome.state in ("COMPLETED", "FAILED", "ABANDONED")
+
+
+def start_now(relay: Relay, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
+    """Run one instance's due turn now and deliver what it wrote (``relay start``)."""
+    pulse = Pulse(relay, owner)
+    claimed = pulse.turns.claim(1, instance_id=instance_id)
+    if not claimed:
+        return None
+    outcome = pulse.turns.run_claimed(*claimed[0])
+    pulse.dispatcher.deliver_due(pulse.batch, instance_id=instance_id)
+    return outcome
