@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import RelayError
@@ -88,19 +89,22 @@ class Pulse:
         self.dispatcher = Dispatcher(relay, self.channels)
         self.batch = max(1, int(relay.config.get("daemon.batch") or 500))
 
-    def run(self, *, poll: bool = False) -> PulseReport:
+    def run(
+        self, *, poll: bool = False, should_stop: Callable[[], bool] = lambda: False
+    ) -> PulseReport:
+        """One pass; ``should_stop`` is checked between steps and between turns, so
+        a stopping daemon finishes the turn in progress and claims nothing more."""
         report = PulseReport()
         if poll:
             report.polled = self.poll(report)
         report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)
         beats = heartbeat.fire_due(self.relay, self.batch)
-        report.fired, report.abandoned, report.deferred = (
-            beats.fired,
-            beats.abandoned,
-            beats.deferred,
-        )
+        report.fired, report.abandoned = beats.fired, beats.abandoned
+        report.deferred = beats.deferred
         for _ in range(MAX_ROUNDS):
-            outcomes = self.turns.run_due(self.batch)
+            if should_stop():
+                break
+            outcomes = self.turns.run_due(self.batch, should_stop=should_stop)
             report.turns.extend(outcomes)
             report.delivery.add(self.dispatcher.deliver_due(self.batch))
             if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):

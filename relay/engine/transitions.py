@@ -9,6 +9,7 @@ FIFO promotion of the next queued instance when one ends.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -18,6 +19,8 @@ from relay.store import queries
 from relay.store.models import Instance, Transition
 
 SYSTEM = "relay"
+
+log = logging.getLogger("relay.state")
 
 
 def state_of(instance: Instance) -> State:
@@ -75,6 +78,15 @@ def apply_event(
             reason=reason,
             created_at=now,
         )
+    )
+    log.info(
+        "instance %s: %s -> %s (%s by %s%s)",
+        instance.id,
+        current.value,
+        target.value,
+        event.value,
+        actor,
+        f": {reason}" if reason else "",
     )
     _update_slot(session, instance, now)
     if target is State.WAITING_FOR_REPLY and queries.unprocessed_inbound(session, instance.id):

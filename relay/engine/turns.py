@@ -11,6 +11,7 @@ during the turn bumps it, and the turn's decisions are dropped.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -83,8 +84,27 @@ class TurnRunner:
                 session, self.relay.now(), self.owner, self.lease, limit, instance_id=instance_id
             )
 
-    def run_due(self, limit: int) -> list[TurnOutcome]:
-        return [self.run_claimed(i, v) for i, v in self.claim(limit)]
+    def run_due(
+        self, limit: int, *, should_stop: Callable[[], bool] = lambda: False
+    ) -> list[TurnOutcome]:
+        claimed = self.claim(limit)
+        outcomes = []
+        for position, (instance_id, version) in enumerate(claimed):
+            if should_stop():
+                self.release(claimed[position:])
+                break
+            outcomes.append(self.run_claimed(instance_id, version))
+        return outcomes
+
+    def release(self, claimed: list[tuple[str, int]]) -> None:
+        """Give back leases on turns this worker will not run (it is stopping)."""
+        with self.relay.store.transaction() as session:
+            for instance_id, version in claimed:
+                instance = self._locked(session, instance_id, version)
+                if instance is not None:
+                    instance.lease_owner = None
+                    instance.lease_expires_at = None
+                    instance.turn_attempts = max(0, instance.turn_attempts - 1)
 
     def run_claimed(self, instance_id: str, version: int) -> TurnOutcome:
         loaded = self._context(instance_id)

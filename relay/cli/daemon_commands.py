@@ -1,0 +1,183 @@
+"""``relay daemon`` (foreground or --detach), ``relay daemon stop``, ``relay daemon status``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from relay.cli import render
+from relay.cli.main import JsonOption, state
+from relay.core.errors import InvalidInput, RelayError
+
+daemon_app = typer.Typer(
+    help="Run the heartbeat daemon (APScheduler): follow-ups, turns, deliveries, polling.",
+    invoke_without_command=True,
+)
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        data = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + "Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+            "pid": record.process,
+        }
+        if record.exc_info:
+            data["error"] = self.formatException(record.exc_info).splitlines()[-1]
+        return json.dumps(data)
+
+
+def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
+    if fmt not in ("text", "json"):
+        raise InvalidInput(f"--log-format must be text or json, not {fmt!r}")
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(
+            logging.Formatter(
+                "%(asctime)sZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S"
+            )
+        )
+    logging.Formatter.converter = time.gmtime
+    root = logging.getLogger("relay")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    logging.getLogger("apscheduler").setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.getLogger("apscheduler").handlers[:] = [handler]
+
+
+def _pid_path() -> Path:
+    from relay.engine.process import PID_NAME
+
+    return state.config().data_dir / PID_NAME
+
+
+@daemon_app.callback()
+def daemon(
+    ctx: typer.Context,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Run in the background; PID file in .relay/.")
+    ] = False,
+    log_format: Annotated[str, typer.Option("--log-format", help="text or json.")] = "text",
+    log_file: Annotated[
+        Path | None, typer.Option("--log-file", help="Write the log here instead of stderr.")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+) -> None:
+    """Run the daemon in the foreground (SIGTERM/SIGINT stop it gracefully).
+
+    Subcommands `stop` and `status` manage a daemon started with --detach.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if detach:
+        _detach(log_format, log_file, verbose)
+        return
+    _run_foreground(log_format, log_file, verbose)
+
+
+def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> None:
+    from relay.engine import process
+    from relay.engine.daemon import DaemonRunner
+
+    setup_logging(log_format, verbose, log_file)
+    relay = state.relay()
+    pid_path = _pid_path()
+    other = process.running_pid(pid_path)
+    if other is not None and other != os.getpid():
+        raise process.DaemonRunning(f"a relay daemon started here is already running (pid {other})")
+    lock = None
+    db_file = process.sqlite_path(relay.config.database_url)
+    if db_file is not None:
+        lock = process.SingleDaemonLock(db_file.with_name(db_file.name + ".daemon.lock"))
+        lock.acquire()
+    process.write_pid(pid_path)
+    try:
+        DaemonRunner(relay).run()
+    finally:
+        process.remove_pid(pid_path)
+        if lock is not None:
+            lock.release()
+
+
+def _detach(log_format: str, log_file: Path | None, verbose: bool) -> None:
+    from relay.engine import process
+
+    config = state.config()
+    pid_path = _pid_path()
+    other = process.running_pid(pid_path)
+    if other is not None:
+        raise process.DaemonRunning(f"a relay daemon is already running here (pid {other})")
+    log_path = log_file or config.data_dir / process.LOG_NAME
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    args = [sys.executable, "-m", "relay"]
+    if state.config_path:
+        args += ["--config", str(Path(state.config_path).resolve())]
+    if state.overrides.get("database.url"):
+        args += ["--database", str(state.overrides["database.url"])]
+    args += ["daemon", "--log-format", log_format, "--log-file", str(log_path.resolve())]
+    if verbose:
+        args.append("--verbose")
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=os.getcwd(),
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process.read_pid(pid_path) == child.pid:
+            render.line(f"daemon started (pid {child.pid}); log: {log_path}")
+            return
+        if child.poll() is not None:
+            err = (child.stderr.read().decode(errors="replace") if child.stderr else "").strip()
+            raise RelayError(err.splitlines()[-1] if err else "the daemon exited at once")
+        time.sleep(0.05)
+    raise RelayError(f"the daemon did not report ready within 15s; see {log_path}")
+
+
+@daemon_app.command()
+def stop(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for a graceful stop.")] = 30.0,
+) -> None:
+    """Stop the daemon started here with --detach (SIGTERM, then wait)."""
+    from relay.engine import process
+
+    pid = process.stop(_pid_path(), timeout)
+    if pid is None:
+        render.line("no daemon is running here")
+    else:
+        render.line(f"daemon {pid} stopped")
+
+
+@daemon_app.command()
+def status(json_out: JsonOption = False) -> None:
+    """Say whether a daemon started here is running (exit 0 if it is, 3 if not)."""
+    from relay.engine import process
+
+    pid = process.running_pid(_pid_path())
+    if json_out:
+        render.emit_json({"running": pid is not None, "pid": pid})
+    else:
+        render.line(f"daemon running (pid {pid})" if pid else "no daemon is running here")
+    if pid is None:
+        raise typer.Exit(3)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(daemon_app, name="daemon")

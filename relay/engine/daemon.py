@@ -1,0 +1,232 @@
+"""The long-running daemon: APScheduler drives, the store decides.
+
+Three jobs run on a ``BlockingScheduler`` (job functions by reference, the
+default in-memory job store, nothing pickled):
+
+* ``pulse`` (every ``daemon.pulse``, default 1 s): snoozes, heartbeats, turns,
+  outbox. After each run it looks up the earliest due time in the store and,
+  if that is sooner than the next scheduled run, brings the pulse forward, so
+  a heartbeat fires within about a second of its due time whatever the
+  interval.
+* ``poll`` (every ``daemon.poll``, default 30 s): asks channels for inbound.
+* ``maintenance`` (cron, daily 03:15 UTC): retention.
+
+``coalesce=True`` and ``max_instances=1`` on every job: a pulse that overruns
+its interval is never run twice at once, and runs missed while the process
+was stopped or busy collapse into one (the store already knows everything
+that became due, so one pulse catches up). ``misfire_grace_time=None`` lets a
+late run always happen rather than be skipped.
+
+APScheduler's own job store holds no state the store does not have: stop the
+daemon for a day and every overdue heartbeat fires once on restart, because
+what is due is a column, not a scheduled job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from relay.core.durations import parse_duration
+from relay.engine import retention
+from relay.engine.pulse import Pulse
+from relay.store import claims
+from relay.store.models import Daemon
+
+if TYPE_CHECKING:
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    from relay.engine.service import Relay
+
+log = logging.getLogger("relay.daemon")
+
+LIVE_AFTER = timedelta(minutes=2)
+
+
+def daemon_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class DaemonRunner:
+    relay: Relay
+    ident: str = field(default_factory=daemon_identity)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    scheduler: BlockingScheduler | None = None
+    _signals: int = 0
+
+    def __post_init__(self) -> None:
+        config = self.relay.config
+        self.pulse_every = parse_duration(str(config.get("daemon.pulse") or "1s"))
+        self.poll_every = parse_duration(str(config.get("daemon.poll") or "30s"))
+        self.pulse = Pulse(self.relay, owner=self.ident)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def register(self) -> None:
+        now = self.relay.now()
+        with self.relay.store.transaction() as session:
+            session.add(
+                Daemon(
+                    id=self.ident,
+                    host=socket.gethostname(),
+                    pid=os.getpid(),
+                    started_at=now,
+                    last_pulse_at=now,
+                )
+            )
+        log.info(
+            "daemon %s started (pulse %ss, poll %ss)",
+            self.ident,
+            self.pulse_every.total_seconds(),
+            self.poll_every.total_seconds(),
+        )
+
+    def unregister(self) -> None:
+        try:
+            with self.relay.store.transaction() as session:
+                session.execute(
+                    update(Daemon)
+                    .where(Daemon.id == self.ident)
+                    .values(stopped_at=self.relay.now())
+                )
+        except SQLAlchemyError as exc:
+            log.error("could not record the daemon's stop: %s", exc)
+        log.info("daemon %s stopped", self.ident)
+
+    def run(self) -> None:
+        """Run in the foreground until SIGTERM/SIGINT; returns after a graceful stop."""
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        self.scheduler = BlockingScheduler(timezone="UTC")
+        options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+        seconds = max(0.05, self.pulse_every.total_seconds())
+        self.scheduler.add_job(
+            self.pulse_job,
+            "interval",
+            seconds=seconds,
+            id="pulse",
+            next_run_time=_utcnow(),
+            **options,
+        )
+        self.scheduler.add_job(
+            self.poll_job,
+            "interval",
+            seconds=max(1.0, self.poll_every.total_seconds()),
+            id="poll",
+            next_run_time=_utcnow(),
+            **options,
+        )
+        self.scheduler.add_job(
+            self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
+        )
+        self._install_signals()
+        self.register()
+        try:
+            self.scheduler.start()
+        finally:
+            self.unregister()
+
+    def _install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("second signal: exiting at once")
+            os._exit(128 + signum)
+        log.info(
+            "signal %s: finishing the work in progress, then stopping", signal.Signals(signum).name
+        )
+        self.stopping.set()
+        if self.scheduler is not None:
+            # Waits for the running job (a turn in progress) to finish and commit.
+            self.scheduler.shutdown(wait=True)
+
+    # -- jobs ------------------------------------------------------------------
+
+    def pulse_job(self) -> None:
+        if self.stopping.is_set():
+            return
+        try:
+            report = self.pulse.run(should_stop=self.stopping.is_set)
+            self._heartbeat_self()
+        except Exception as exc:  # noqa: BLE001 - one bad pulse must not stop the daemon
+            log.error("pulse failed: %s", _one_line(exc), exc_info=log.isEnabledFor(logging.DEBUG))
+            return
+        if not report.idle:
+            log.debug("pulse: %s", report.to_json())
+        self._bring_forward()
+
+    def poll_job(self) -> None:
+        if self.stopping.is_set():
+            return
+        try:
+            from relay.engine.pulse import PulseReport
+
+            report = PulseReport()
+            received = self.pulse.poll(report)
+            if received:
+                log.info("polled %s inbound message(s)", received)
+        except Exception as exc:  # noqa: BLE001
+            log.error("poll failed: %s", _one_line(exc))
+
+    def maintenance_job(self) -> None:
+        if self.stopping.is_set():
+            return
+        try:
+            result = retention.prune(self.relay)
+            log.info("maintenance: %s", result)
+        except Exception as exc:  # noqa: BLE001
+            log.error("maintenance failed: %s", _one_line(exc))
+
+    def _heartbeat_self(self) -> None:
+        with self.relay.store.transaction() as session:
+            session.execute(
+                update(Daemon).where(Daemon.id == self.ident).values(last_pulse_at=self.relay.now())
+            )
+
+    def _bring_forward(self) -> None:
+        """Run the next pulse at the earliest due time if that is before its schedule."""
+        if self.scheduler is None or self.stopping.is_set():
+            return
+        with self.relay.store.transaction() as session:
+            due = claims.next_due(session, self.relay.now())
+        job = self.scheduler.get_job("pulse")
+        if due is None or job is None or job.next_run_time is None:
+            return
+        if due < job.next_run_time:
+            job.modify(next_run_time=max(due, _utcnow()))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _utcnow() -> datetime:
+    from datetime import UTC
+
+    return datetime.now(UTC)
+
+
+def live_daemons(relay: Relay) -> list[Daemon]:
+    cutoff = relay.now() - LIVE_AFTER
+    with relay.store.transaction() as session:
+        return list(
+            session.scalars(
+                select(Daemon).where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= cutoff)
+            ).all()
+        )

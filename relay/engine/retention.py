@@ -1,0 +1,48 @@
+"""Retention: what the daemon's maintenance job prunes.
+
+* Delivery bookkeeping of messages sent more than ``retention.outbox_days``
+  ago: their idempotency keys and errors are cleared (they will never be
+  retried); the transcript text stays.
+* When ``retention.transcript_days`` is above zero, the transcripts of
+  conversations that ended more than that many days ago are deleted. The
+  transition log and the instance row stay, so history and statistics remain.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from sqlalchemy import delete, select, update
+
+from relay.core.values import MessageStatus
+from relay.store.models import Instance, Message
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+
+def prune(relay: Relay) -> dict[str, int]:
+    now = relay.now()
+    outbox_days = int(relay.config.get("retention.outbox_days") or 0)
+    transcript_days = int(relay.config.get("retention.transcript_days") or 0)
+    result = {"outbox_pruned": 0, "transcript_messages_deleted": 0}
+    with relay.store.transaction() as session:
+        if outbox_days > 0:
+            cutoff = now - timedelta(days=outbox_days)
+            done = session.execute(
+                update(Message)
+                .where(
+                    Message.status == MessageStatus.SENT.value,
+                    Message.sent_at < cutoff,
+                    Message.idempotency_key.is_not(None),
+                )
+                .values(idempotency_key=None, last_error=None, next_attempt_at=None)
+            )
+            result["outbox_pruned"] = int(done.rowcount or 0)
+        if transcript_days > 0:
+            cutoff = now - timedelta(days=transcript_days)
+            ended = select(Instance.id).where(Instance.ended_at < cutoff)
+            done = session.execute(delete(Message).where(Message.instance_id.in_(ended)))
+            result["transcript_messages_deleted"] = int(done.rowcount or 0)
+    return result
