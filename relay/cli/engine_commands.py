@@ -88,6 +88,27 @@ def demo(json_out: JsonOption = False) -> None:
         raise typer.Exit(1)
 
 
+def doctor(json_out: JsonOption = False) -> None:
+    """Check the store against relay's invariants; exit 1 if any is broken.
+
+    Slot holders per contact, QUEUED only behind a holder, PAUSED with a prior
+    state, a transition-log row for the current state, heartbeats only in
+    WAITING_FOR_REPLY, nothing queued for opted-out contacts.
+    """
+    from relay.engine.doctor import examine
+
+    findings = examine(state.relay())
+    if json_out:
+        render.emit_json({"ok": not findings, "findings": [f.to_json() for f in findings]})
+    elif not findings:
+        render.line("ok: no invariant is broken")
+    else:
+        render.table("findings", ["subject", "problem"], ([f.subject, f.problem] for f in findings))
+    if findings:
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(tick)
     app.command()(demo)
+    app.command()(doctor)

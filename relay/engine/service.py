@@ -106,6 +106,7 @@ class Relay:
         todo_texts = [_clean_text(t, "todo") for t in todos]
         interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
         followups = self._max_followups(max_followups)
+        self._check_backends(channel, agent, window)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
             if person.opted_out_at is not None:
@@ -130,6 +131,26 @@ class Relay:
             transitions.record_creation(session, instance, now=now, actor=actor)
             self._take_slot(session, instance, now, actor)
             return self._view(session, instance)
+
+    def _check_backends(self, channel: str | None, agent: str | None, window: str | None) -> None:
+        """Refuse names that could never work before anything is created (exit 2)."""
+        from relay.agents.base import agent_names
+        from relay.channels.base import channel_kinds
+        from relay.core.windows import parse_window
+
+        agent_name = agent or str(self.config.get("agent.backend"))
+        if agent_name not in agent_names():
+            raise InvalidInput(f"unknown agent {agent_name!r} (known: {', '.join(agent_names())})")
+        channel_name = channel or str(self.config.get("defaults.channel"))
+        kind = str(self.config.get(f"channels.{channel_name}.type") or channel_name)
+        if kind not in channel_kinds():
+            raise InvalidInput(
+                f"unknown channel {channel_name!r}: add a [channels.{channel_name}] section "
+                f"with a type ({', '.join(channel_kinds())})"
+            )
+        spec = window if window is not None else self.config.get("defaults.window")
+        if spec:
+            parse_window(str(spec))
 
     def _max_followups(self, value: int | None) -> int:
         followups = int(self.config.get("defaults.max_followups") if value is None else value)

@@ -1,0 +1,99 @@
+"""``relay doctor``: check the store against DESIGN.md's invariants.
+
+The engine keeps these invariants by construction; the doctor is for the
+cases it cannot see (a hand-edited database, a bug, a restore from backup).
+Each finding names the instance and the rule it breaks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from relay.core.states import State, holds_slot
+from relay.core.values import Direction, MessageStatus
+from relay.store.models import Contact, Instance, Message, Transition
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+
+@dataclass(frozen=True)
+class Finding:
+    subject: str
+    problem: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"subject": self.subject, "problem": self.problem}
+
+
+def examine(relay: Relay) -> list[Finding]:
+    with relay.store.transaction() as session:
+        instances = list(session.scalars(select(Instance).order_by(Instance.seq)))
+        findings = _instance_findings(session, instances)
+        findings += _slot_findings(instances)
+        findings += _outbox_findings(session)
+    return findings
+
+
+def _instance_findings(session: Session, instances: list[Instance]) -> list[Finding]:
+    last_rows = dict(
+        session.execute(
+            select(Transition.instance_id, Transition.to_state).where(
+                Transition.id.in_(select(func.max(Transition.id)).group_by(Transition.instance_id))
+            )
+        ).all()
+    )
+    findings = []
+    for inst in instances:
+        state = State(inst.state)
+        if (state is State.PAUSED) != (inst.previous_state is not None):
+            findings.append(Finding(inst.id, "PAUSED must go with a recorded prior state"))
+        if inst.next_heartbeat_at is not None and state is not State.WAITING_FOR_REPLY:
+            findings.append(Finding(inst.id, f"heartbeat pending while {state.value}"))
+        if last_rows.get(inst.id) != inst.state:
+            findings.append(
+                Finding(inst.id, f"state {inst.state} has no matching transition-log row")
+            )
+        previous = State(inst.previous_state) if inst.previous_state else None
+        holding = holds_slot(state, previous)
+        if holding != (inst.contact_slot is not None):
+            findings.append(Finding(inst.id, "contact slot does not match the state"))
+    return findings
+
+
+def _slot_findings(instances: list[Instance]) -> list[Finding]:
+    holders: dict[int, list[str]] = defaultdict(list)
+    queued: dict[int, list[str]] = defaultdict(list)
+    for inst in instances:
+        if inst.contact_slot is not None:
+            holders[inst.contact_id].append(inst.id)
+        if inst.state == State.QUEUED.value:
+            queued[inst.contact_id].append(inst.id)
+    findings = []
+    for contact_id, ids in holders.items():
+        if len(ids) > 1:
+            findings.append(Finding(f"contact {contact_id}", f"several slot holders: {ids}"))
+    for contact_id, ids in queued.items():
+        if not holders.get(contact_id):
+            findings.append(Finding(ids[0], "QUEUED although no instance holds the contact's slot"))
+    return findings
+
+
+def _outbox_findings(session: Session) -> list[Finding]:
+    rows = session.execute(
+        select(Message.id, Contact.address)
+        .join(Contact, Contact.id == Message.contact_id)
+        .where(
+            Message.direction == Direction.OUTBOUND.value,
+            Message.status == MessageStatus.QUEUED.value,
+            Contact.opted_out_at.is_not(None),
+        )
+    ).all()
+    return [
+        Finding(f"message {mid}", f"queued for {address}, who opted out") for mid, address in rows
+    ]
