@@ -197,7 +197,10 @@ keywords = "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT"
 optin_keywords = "START,UNSTOP"
 
 [channels.console]
-# file = ".relay/console.jsonl"
+# file = ".relay/console.jsonl"          # where "sent" messages are recorded
+# inbox = ".relay/console-inbox.jsonl"   # lines {"from": ..., "text": ...} read by polling
+# echo = true                            # also print each message on stderr
+# rate = "30/minute"                     # per-channel rate limit (any channel)
 
 [daemon]
 pulse = "1s"             # how often the daemon looks for due work

@@ -124,7 +124,12 @@ class Pulse:
                 continue
             for item in messages:
                 try:
-                    self.relay.receive(item.sender, item.text, channel=name)
+                    self.relay.receive(
+                        item.sender,
+                        item.text,
+                        channel=name,
+                        provider_message_id=item.provider_message_id,
+                    )
                     received += 1
                 except RelayError as exc:
                     report.errors.append(f"inbound from {item.sender!r} on {name}: {exc.message}")

@@ -321,15 +321,37 @@ class Relay:
                 instance.version += 1
             return MessageView.build(message, person.address)
 
-    def receive(self, contact: str, text: str, *, channel: str = "cli") -> MessageView:
-        """Store an inbound message at once and route it to the contact's live instance."""
+    def receive(
+        self,
+        contact: str,
+        text: str,
+        *,
+        channel: str = "cli",
+        provider_message_id: str | None = None,
+    ) -> MessageView:
+        """Store an inbound message at once and route it to the contact's live instance.
+
+        A message a channel delivers twice (same ``provider_message_id`` on the
+        same channel) is recorded once; the second call returns the first row.
+        """
         address = self.normalise(contact)
         body = _clean_text(text, "message")
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
+            if provider_message_id:
+                seen = session.scalar(
+                    select(Message).where(
+                        Message.direction == Direction.INBOUND.value,
+                        Message.channel == channel,
+                        Message.provider_message_id == provider_message_id,
+                    )
+                )
+                if seen is not None:
+                    return MessageView.build(seen, address)
             message = inbound.record_inbound(
                 session, person, body, self.now(), keywords=self.keywords(), channel=channel
             )
+            message.provider_message_id = provider_message_id
             return MessageView.build(message, address)
 
     def keywords(self) -> inbound.Keywords:

@@ -1,0 +1,35 @@
+"""The channels that ship with relay, registered like any third-party one.
+
+Each factory imports its module only when a channel of that kind is built, so
+listing or reading instances never pays for smtplib or httpx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from relay.channels.base import Channel, register_channel
+
+
+def _console(name: str, settings: Mapping[str, Any]) -> Channel:
+    from relay.channels.console import ConsoleChannel
+
+    return ConsoleChannel.from_settings(name, settings)
+
+
+def _webhook(name: str, settings: Mapping[str, Any]) -> Channel:
+    from relay.channels.webhook import WebhookChannel
+
+    return WebhookChannel.from_settings(name, settings)
+
+
+def _email(name: str, settings: Mapping[str, Any]) -> Channel:
+    from relay.channels.email import EmailChannel
+
+    return EmailChannel.from_settings(name, settings)
+
+
+register_channel("console", _console)
+register_channel("webhook", _webhook)
+register_channel("email", _email)

@@ -1,0 +1,228 @@
+"""The default channel: outbound messages land in a JSONL file, replies come from an inbox file.
+
+It lets relay run end to end on one machine with no provider: the operator
+reads what was "sent" in ``.relay/console.jsonl`` (and on stderr) and answers
+with ``relay receive`` or by appending a line to ``.relay/console-inbox.jsonl``.
+
+The outbox file doubles as the idempotency record. A retry carries the same
+idempotency key, so ``send`` looks the key up under an exclusive ``flock``
+before appending: two daemons, or a daemon restarted after a crash between
+"written" and "recorded", never write the same message twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, TextIO
+
+from relay.channels.base import ChannelError, Inbound, Outbound, setting_flag
+from relay.core.clock import Clock, SystemClock, ensure_utc, isoformat
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FILE = "console.jsonl"
+DEFAULT_INBOX = "console-inbox.jsonl"
+
+
+def _data_dir(settings: Mapping[str, Any]) -> Path:
+    raw = settings.get("_data_dir")
+    return Path(str(raw)) if raw else Path.cwd() / ".relay"
+
+
+def _setting_path(settings: Mapping[str, Any], key: str, default_name: str) -> Path:
+    """Resolve a path setting the way a person reads relay.toml: relative to the file's folder."""
+    data_dir = _data_dir(settings)
+    value = settings.get(key)
+    if not value:
+        return data_dir / default_name
+    path = Path(str(value)).expanduser()
+    return path if path.is_absolute() else data_dir.parent / path
+
+
+@contextmanager
+def _locked(path: Path, mode: str) -> Iterator[IO[Any]]:
+    """Open ``path`` and hold an exclusive lock on it; closing the file releases the lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, mode) as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield handle
+
+
+def _complete_lines(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], int]:
+    """Split ``data`` into whole lines with their file offsets; a line still being written waits."""
+    end = data.rfind(b"\n") + 1
+    lines, pos = [], start
+    for raw in data[:end].splitlines(keepends=True):
+        lines.append((pos, raw.strip()))
+        pos += len(raw)
+    return lines, end
+
+
+class ConsoleChannel:
+    """Writes outbound messages to a JSONL file; reads inbound ones from an inbox file."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        inbox: Path,
+        *,
+        echo: bool = True,
+        stream: TextIO | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.name = name
+        self.path = path
+        self.inbox = inbox
+        self.echo = echo
+        self._stream = stream
+        self._clock = clock or SystemClock()
+        self._index: dict[str, str] = {}
+        self._indexed_bytes = 0
+
+    @classmethod
+    def from_settings(cls, name: str, settings: Mapping[str, Any]) -> ConsoleChannel:
+        return cls(
+            name,
+            _setting_path(settings, "file", DEFAULT_FILE),
+            _setting_path(settings, "inbox", DEFAULT_INBOX),
+            echo=setting_flag(name, settings, "echo", True),
+        )
+
+    @property
+    def offset_path(self) -> Path:
+        return self.inbox.with_name(self.inbox.name + ".offset")
+
+    def send(self, message: Outbound) -> str:
+        try:
+            return self._send(message)
+        except OSError as exc:  # a full disk or a read-only folder may pass; retry
+            raise ChannelError(f"channel {self.name}: cannot write {self.path}: {exc}") from exc
+
+    def poll(self) -> list[Inbound]:
+        try:
+            return self._poll()
+        except OSError as exc:
+            raise ChannelError(f"channel {self.name}: cannot read {self.inbox}: {exc}") from exc
+
+    def _send(self, message: Outbound) -> str:
+        with _locked(self.path, "a+b") as handle:
+            partial_tail = self._catch_up(handle)
+            known = self._index.get(message.idempotency_key)
+            if known is not None:
+                return known
+            provider_id = f"console-{uuid.uuid4().hex[:12]}"
+            line = json.dumps(self._record(message, provider_id), ensure_ascii=False) + "\n"
+            # A crash mid-write can leave half a line; start ours on a fresh one.
+            handle.write((b"\n" if partial_tail else b"") + line.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+            self._indexed_bytes = handle.tell()
+            self._index[message.idempotency_key] = provider_id
+        self._echo(message)
+        return provider_id
+
+    def _poll(self) -> list[Inbound]:
+        if not self.inbox.exists():
+            return []
+        # The lock on the offset file keeps two pollers from reading the same lines.
+        with _locked(self.offset_path, "a+") as marker:
+            marker.seek(0)
+            offset = _parse_offset(marker.read())
+            with open(self.inbox, "rb") as handle:
+                if os.fstat(handle.fileno()).st_size < offset:
+                    log.warning("%s was truncated; reading it from the start", self.inbox)
+                    offset = 0
+                handle.seek(offset)
+                lines, consumed = _complete_lines(handle.read(), offset)
+            if consumed:
+                marker.seek(0)
+                marker.truncate()
+                marker.write(str(offset + consumed))
+                marker.flush()
+                os.fsync(marker.fileno())
+        found = (_inbound(raw, pos, self.inbox) for pos, raw in lines if raw)
+        return [message for message in found if message is not None]
+
+    def _catch_up(self, handle: IO[bytes]) -> bool:
+        """Index lines other processes appended since we last looked.
+
+        Returns True when the file ends in a partial line (a writer crashed mid-line).
+        """
+        if os.fstat(handle.fileno()).st_size < self._indexed_bytes:
+            self._index.clear()
+            self._indexed_bytes = 0
+        handle.seek(self._indexed_bytes)
+        data = handle.read()
+        lines, consumed = _complete_lines(data, self._indexed_bytes)
+        for _, raw in lines:
+            self._remember(raw)
+        self._indexed_bytes += consumed
+        return consumed < len(data)
+
+    def _remember(self, raw: bytes) -> None:
+        try:
+            record = json.loads(raw)
+            self._index[str(record["idempotency_key"])] = str(record["provider_message_id"])
+        except (ValueError, KeyError, TypeError):
+            return  # a torn or hand-edited line: it recorded no delivery
+
+    def _record(self, message: Outbound, provider_id: str) -> dict[str, Any]:
+        return {
+            "message_id": message.message_id,
+            "instance_id": message.instance_id,
+            "to": message.to,
+            "text": message.text,
+            "idempotency_key": message.idempotency_key,
+            "provider_message_id": provider_id,
+            "sent_at": isoformat(self._clock.now()),
+        }
+
+    def _echo(self, message: Outbound) -> None:
+        if not self.echo:
+            return
+        # stderr, looked up at call time, so `--json` output on stdout stays parseable.
+        stream = self._stream or sys.stderr
+        text = " ⏎ ".join(message.text.splitlines()) or message.text
+        print(f"→ {message.to} [{message.instance_id or '-'}]: {text}", file=stream, flush=True)
+
+
+def _parse_offset(text: str) -> int:
+    try:
+        return max(int(text.strip() or 0), 0)
+    except ValueError:
+        return 0
+
+
+def _inbound(raw: bytes, offset: int, source: Path) -> Inbound | None:
+    """One inbox line as an Inbound; a malformed line is logged and skipped, not retried forever."""
+    try:
+        data = json.loads(raw)
+        sender, text = str(data["from"]).strip(), str(data["text"])
+        received_at = _parse_time(data.get("received_at"))
+    except (ValueError, KeyError, TypeError) as exc:
+        log.warning("%s: skipping line at byte %d: %s", source, offset, exc)
+        return None
+    if not sender:
+        log.warning("%s: skipping line at byte %d: empty 'from'", source, offset)
+        return None
+    # A stable id per line lets the store recognise a line it has already seen.
+    digest = hashlib.sha256(raw).hexdigest()[:8]
+    provider_id = str(data.get("id") or f"console-in-{offset}-{digest}")
+    return Inbound(sender, text, received_at, provider_id)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if value in (None, ""):
+        return None
+    return ensure_utc(datetime.fromisoformat(str(value)))

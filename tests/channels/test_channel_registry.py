@@ -1,0 +1,74 @@
+"""The channel registry: built-ins and third-party channels come through one mechanism."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+from relay.channels import base
+from relay.channels.base import Inbound, Outbound, channel_kinds, make_channel
+from relay.channels.console import ConsoleChannel
+from relay.channels.email import EmailChannel
+from relay.channels.webhook import WebhookChannel
+from relay.core.errors import ConfigError
+
+
+def test_builtin_kinds_are_registered():
+    assert {"console", "email", "webhook"} <= set(channel_kinds())
+
+
+def test_the_section_name_is_the_type_unless_type_says_otherwise(data_dir):
+    assert isinstance(make_channel("console", {"_data_dir": str(data_dir)}), ConsoleChannel)
+    sales = make_channel("sales-mail", {"type": "email", "host": "h", "from": "a@b.c"})
+    assert isinstance(sales, EmailChannel) and sales.name == "sales-mail"
+    assert isinstance(make_channel("webhook", {"url": "http://x"}), WebhookChannel)
+
+
+def test_an_unknown_type_names_the_known_ones():
+    with pytest.raises(ConfigError, match=r"unknown channel type 'carrier-pigeon'.*console"):
+        make_channel("birds", {"type": "carrier-pigeon"})
+
+
+def test_registering_builtins_imports_no_transport_library():
+    code = (
+        "import sys; from relay.channels.base import channel_kinds; channel_kinds(); "
+        "print(sorted(m for m in ('httpx', 'smtplib', 'ssl') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+class Pigeon:
+    def __init__(self, name: str, settings: dict) -> None:
+        self.name = name
+        self.settings = settings
+
+    def send(self, message: Outbound) -> str:
+        return "coo-" + message.idempotency_key
+
+    def poll(self) -> list[Inbound]:
+        return []
+
+
+def test_a_third_party_channel_registers_through_an_entry_point(monkeypatch):
+    entry = metadata.EntryPoint(name="pigeon", value=f"{__name__}:Pigeon", group="relay.channels")
+    real = metadata.entry_points
+
+    def entry_points(**params):
+        if params.get("group") == "relay.channels":
+            return metadata.EntryPoints([entry])
+        return real(**params)
+
+    monkeypatch.setattr(metadata, "entry_points", entry_points)
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+
+    channel = make_channel("loft", {"type": "pigeon", "range": "3km"})
+
+    assert isinstance(channel, Pigeon) and channel.name == "loft"
+    assert channel.send(Outbound(1, None, "+1", "hi", "k")) == "coo-k"
+    assert "pigeon" in channel_kinds()
