@@ -7,6 +7,8 @@ stderr, never a traceback.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,6 +40,11 @@ class RelayGroup(TyperGroup):
         except KeyboardInterrupt:
             render.error("interrupted")
             ctx.exit(130)
+        except BrokenPipeError:
+            # The reader went away (`relay list | head`): stop quietly, as Unix tools do.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(0)
         except Exception as exc:
             if _is_framework_exception(exc):
                 raise  # usage errors and exits: the framework prints and exits

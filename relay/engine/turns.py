@@ -141,6 +141,7 @@ class TurnRunner:
             settings: dict[str, Any] = {
                 "timeout": config.get("agent.timeout"),
                 "_data_dir": str(config.data_dir),
+                "base_dir": str(config.base_dir),
             }
             settings.update(config.section(f"agent.{name}"))
             self._agents[name] = make_agent(name, settings)
@@ -201,7 +202,8 @@ class TurnRunner:
                     for t in queries.todos_of(session, instance.id)
                 ),
                 transcript=tuple(
-                    _context_message(m) for m in queries.transcript_of(session, instance.id, window)
+                    _context_message(m)
+                    for m in queries.transcript_of(session, instance.id, window, said_only=True)
                 ),
                 new_messages=tuple(
                     _context_message(m) for m in queries.unprocessed_inbound(session, instance.id)

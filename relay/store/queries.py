@@ -85,9 +85,20 @@ def todos_of(session: Session, instance_id: str) -> Sequence[Todo]:
     ).all()
 
 
-def transcript_of(session: Session, instance_id: str, limit: int | None = None) -> list[Message]:
-    """The instance's transcript in order; with ``limit``, the most recent ``limit`` rows."""
+UNDELIVERABLE = ("failed", "blocked", "cancelled")
+
+
+def transcript_of(
+    session: Session, instance_id: str, limit: int | None = None, *, said_only: bool = False
+) -> list[Message]:
+    """The instance's transcript in order; with ``limit``, the most recent ``limit`` rows.
+
+    ``said_only`` leaves out outbound messages that never reached the contact
+    (failed, blocked, cancelled): an agent must not think it said them.
+    """
     query = select(Message).where(Message.instance_id == instance_id)
+    if said_only:
+        query = query.where(Message.status.not_in(UNDELIVERABLE))
     if limit is not None:
         rows = session.scalars(query.order_by(Message.id.desc()).limit(limit)).all()
         return list(reversed(rows))

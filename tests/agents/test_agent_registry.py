@@ -1,0 +1,67 @@
+"""How agents are found: built-ins and third-party packages through one registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from relay.agents import base
+from relay.agents.base import AgentConfigError, AgentError, agent_names, make_agent, timeout_seconds
+from relay.core.errors import ConfigError
+
+
+def test_the_built_ins_are_registered():
+    assert {"scripted", "command", "openai"} <= set(agent_names())
+
+
+def test_an_unknown_agent_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"unknown agent 'nope' \(known: .*scripted"):
+        make_agent("nope", {})
+
+
+def test_the_scripted_agent_does_not_import_httpx():
+    code = (
+        "import sys\n"
+        "from relay.agents.base import make_agent\n"
+        "make_agent('scripted', {}); make_agent('command', {'command': 'true'})\n"
+        "assert 'httpx' not in sys.modules, 'httpx was imported'\n"
+        "make_agent('openai', {'base_url': 'http://x', 'model': 'm'})\n"
+        "assert 'httpx' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_third_party_agent_registers_through_an_entry_point(monkeypatch, make_context):
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    entry = EntryPoint("acme", "relay.agents.scripted:ScriptedAgent.from_settings", "relay.agents")
+    monkeypatch.setattr(
+        "importlib.metadata.entry_points",
+        lambda group=None: [entry] if group == "relay.agents" else [],
+    )
+    agent = make_agent("acme", {"thanks": "Cheers"})
+    assert "acme" in agent_names()
+    assert agent.run(make_context())[-1].name == "send_message"
+
+
+def test_an_agent_config_error_is_both_kinds_of_error():
+    error = AgentConfigError("x")
+    assert isinstance(error, AgentError) and isinstance(error, ConfigError)
+    assert not error.transient and error.exit_code == 2
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("90s", 90.0), ("2m", 120.0), (5, 5.0), (0.5, 0.5)])
+def test_timeouts_accept_durations_and_numbers(raw, seconds):
+    assert timeout_seconds({"timeout": raw}) == seconds
+
+
+def test_timeout_defaults_to_a_minute():
+    assert timeout_seconds({}) == 60.0
+
+
+@pytest.mark.parametrize("raw", ["soon", 0, -1, True])
+def test_bad_timeouts_are_config_errors(raw):
+    with pytest.raises(AgentConfigError, match=r"agent\.timeout"):
+        timeout_seconds({"timeout": raw})
