@@ -64,10 +64,11 @@ class ScriptedAgent:
         reason = TurnReason(context.reason)
         if reason is TurnReason.FIRST_MESSAGE:
             return self._first_message(context)
-        if reason is TurnReason.FOLLOW_UP:
-            return self._follow_up(context)
         replies = contact_text(context.new_messages)
+        if reason is TurnReason.FOLLOW_UP and not replies:
+            return self._follow_up(context)
         if replies:
+            # Also in a follow-up turn: the contact answered after the heartbeat fired.
             return self._reply(context, replies)
         # A resume (or a reply turn with nothing from the contact): pick up where we were.
         todo = current_todo(context.todos)

@@ -115,7 +115,15 @@ def register_channel(kind: str, factory: ChannelFactory) -> None:
     _REGISTRY[kind] = factory
 
 
+_entry_points_loaded = False
+
+
 def _load_entry_points() -> None:
+    """Load third-party backends once per process (the lookup costs ~15 ms)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
     from importlib.metadata import entry_points
 
     for entry in entry_points(group="relay.channels"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,18 +24,34 @@ daemon_app = typer.Typer(
 )
 
 
+# "instance ab12cd34: ..." (state changes, turns) and "... (ab12cd34)" (deliveries).
+_INSTANCE = re.compile(r"^instance (?P<a>[0-9a-z]+)\b|\((?P<b>[0-9a-z]{6,16})\)$")
+
+
 class JsonFormatter(logging.Formatter):
+    """One JSON object per line; ``instance_id`` is a field of its own when the
+    line is about one instance."""
+
     def format(self, record: logging.LogRecord) -> str:
-        data = {
+        message = record.getMessage()
+        data: dict[str, object] = {
             "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + "Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": message,
             "pid": record.process,
         }
+        found = getattr(record, "instance_id", None) or _instance_in(message)
+        if found:
+            data["instance_id"] = found
         if record.exc_info:
             data["error"] = self.formatException(record.exc_info).splitlines()[-1]
         return json.dumps(data)
+
+
+def _instance_in(message: str) -> str | None:
+    match = _INSTANCE.search(message)
+    return (match.group("a") or match.group("b")) if match else None
 
 
 def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
@@ -55,8 +72,22 @@ def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
     root = logging.getLogger("relay")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    logging.getLogger("apscheduler").setLevel(logging.INFO if verbose else logging.WARNING)
-    logging.getLogger("apscheduler").handlers[:] = [handler]
+    scheduler_log = logging.getLogger("apscheduler")
+    scheduler_log.setLevel(logging.INFO if verbose else logging.WARNING)
+    scheduler_log.handlers[:] = [handler]
+    scheduler_log.propagate = False
+    if not verbose:
+        handler.addFilter(_expected_overrun)
+
+
+def _expected_overrun(record: logging.LogRecord) -> bool:
+    """Drop APScheduler's warning that a pulse was skipped because the previous one
+    is still running: with ``max_instances=1`` that is how a long pulse is meant
+    to end (the next one is brought forward as soon as it finishes)."""
+    return not (
+        record.name.startswith("apscheduler")
+        and "maximum number of running instances" in record.getMessage()
+    )
 
 
 def _pid_path() -> Path:
@@ -104,9 +135,11 @@ def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> No
     if db_file is not None:
         lock = process.SingleDaemonLock(db_file.with_name(db_file.name + ".daemon.lock"))
         lock.acquire()
+    runner = DaemonRunner(relay)
+    runner.install_signals()
     process.write_pid(pid_path)
     try:
-        DaemonRunner(relay).run()
+        runner.run()
     finally:
         process.remove_pid(pid_path)
         if lock is not None:
@@ -131,7 +164,7 @@ def _detach(log_format: str, log_file: Path | None, verbose: bool) -> None:
     args += ["daemon", "--log-format", log_format, "--log-file", str(log_path.resolve())]
     if verbose:
         args.append("--verbose")
-    child = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+    child = subprocess.Popen(  # our own interpreter and module
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

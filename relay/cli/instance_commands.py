@@ -129,20 +129,26 @@ def start(
     if json_out:
         data = view.to_json()
         if first is not None:
-            data["first_message"] = first
+            data["first_message"], data["first_message_status"] = first
         render.emit_json(data)
         return
     _state_line(view)
     if first:
-        render.line(f"sent: {first}")
+        text, status = first
+        render.line(f"{status}: {text}")
 
 
-def _first_turn(instance_id: str) -> str | None:
-    """Run the first turn now; never report failure for an instance that was created."""
+def _first_turn(instance_id: str) -> tuple[str, str] | None:
+    """Run the first turn now; never report failure for an instance that was created.
+
+    Returns the first message and its delivery status ("sent" only if the
+    channel took it: a message still queued for a retry is not called sent).
+    """
     from relay.engine.pulse import start_now
 
+    relay = state.relay()
     try:
-        outcome = start_now(state.relay(), instance_id)
+        outcome = start_now(relay, instance_id)
     except Exception as exc:
         render.warn(f"first turn did not run now ({exc}); the daemon or `relay tick` will run it")
         return None
@@ -150,7 +156,16 @@ def _first_turn(instance_id: str) -> str | None:
         return None
     if outcome.note and not outcome.messages:
         render.warn(outcome.note)
-    return "\n".join(outcome.messages) or None
+    if not outcome.messages:
+        return None
+    outbound = [m for m in relay.transcript(instance_id) if m.direction == "outbound"]
+    statuses = {m.status for m in outbound}
+    status = next((s for s in ("failed", "blocked", "queued", "sending") if s in statuses), "sent")
+    if status != "sent":
+        errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
+        later = "" if status in ("failed", "blocked") else "; the daemon or `relay tick` will retry"
+        render.warn(f"the first message was not delivered ({errors or status}){later}")
+    return "\n".join(outcome.messages), "queued" if status == "sending" else status
 
 
 def list_(
@@ -315,12 +330,18 @@ def send(
     if json_out:
         render.emit_json(message.to_json())
         return
+    why = f": {message.last_error}" if message.last_error else ""
     if message.status == "sent":
         render.line(f"sent to {message.contact} (message {message.id})")
-    else:
+    elif message.status in ("queued", "sending"):
         render.line(
-            f"queued for {message.contact} (message {message.id}, {message.status}); "
+            f"queued for {message.contact} (message {message.id}, {message.status}{why}); "
             "the daemon or `relay tick` will deliver it"
+        )
+    else:
+        # Failed for good (or blocked): saying "queued" would promise a delivery.
+        render.line(
+            f"not delivered to {message.contact} (message {message.id}, {message.status}{why})"
         )
 
 
@@ -373,6 +394,16 @@ def _print_status(view: StatusView) -> None:
             ),
         ]
     )
+    if view.daemons:
+        now = state.relay().now()
+        render.table(
+            "live daemons",
+            ["id", "host", "pid", "started", "last pulse"],
+            (
+                [d.id, d.host, d.pid, render.when(d.started_at), render.ago(d.last_pulse_at, now)]
+                for d in view.daemons
+            ),
+        )
     for warning in view.warnings:
         render.warn(warning)
 

@@ -8,21 +8,46 @@ from collections.abc import Iterable
 OPT_OUT_WORDS = ("STOP", "STOPALL", "UNSUBSCRIBE", "END", "QUIT", "CANCEL", "REVOKE", "OPTOUT")
 OPT_IN_WORDS = ("START", "UNSTOP")
 
-# A keyword counts inside a short message ("Stop. Thank you") but not in a long
-# one ("I can't stop thinking about your offer, tell me more ..."), where the
-# word is part of the conversation rather than a command.
-_MAX_WORDS = 6
+# A keyword counts when it stands as a clause of its own, alone or with
+# politeness and object words around it ("Stop. Thank you", "please stop",
+# "UNSUBSCRIBE me", "stop texting me"), but not when it is part of a sentence
+# about something else ("End of May works", "Cancel the delivery", "I can't
+# stop thinking about your offer"): there the word belongs to the conversation.
+_CLAUSES = re.compile(r"[.!?;,:\n]+")
 _WORD = re.compile(r"[A-Za-z]+")
+_FILLER = frozenset(
+    {
+        "PLEASE",
+        "PLS",
+        "PLZ",
+        "NOW",
+        "ME",
+        "IT",
+        "ALL",
+        "THANKS",
+        "THANK",
+        "YOU",
+        "OK",
+        "OKAY",
+        "TEXTING",
+        "MESSAGING",
+        "CONTACTING",
+        "EMAILING",
+        "CALLING",
+        "TEXTS",
+        "MESSAGES",
+        "EMAILS",
+    }
+)
 
 
 def _matches(text: str, keywords: Iterable[str]) -> bool:
-    words = [w.upper() for w in _WORD.findall(text)]
-    if not words or len(words) > _MAX_WORDS:
-        return False
     wanted = {k.upper() for k in keywords}
-    if words[0] in wanted:
-        return True
-    return len(words) <= 3 and any(w in wanted for w in words)
+    for clause in _CLAUSES.split(text):
+        words = [w.upper() for w in _WORD.findall(clause)]
+        if any(w in wanted for w in words) and all(w in wanted or w in _FILLER for w in words):
+            return True
+    return False
 
 
 def is_opt_out(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:

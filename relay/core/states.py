@@ -9,7 +9,7 @@ absorbing), so a bad edit fails at import rather than in production.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 from relay.core.errors import Refused
 
@@ -163,7 +163,10 @@ def next_state(
 
 def refusal_message(instance_id: str, state: State, event: Event) -> str:
     allowed = ", ".join(e.value for e in allowed_events(state)) or "none (terminal state)"
-    return f"instance {instance_id} is {state.value}; {event.value} is not allowed (allowed: {allowed})"
+    return (
+        f"instance {instance_id} is {state.value}; {event.value} is not allowed "
+        f"(allowed: {allowed})"
+    )
 
 
 def holds_slot(state: State, previous: State | None) -> bool:

@@ -7,9 +7,10 @@ action changes nothing but the instance's state (to NEEDS_HUMAN_INTERVENTION).
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 from relay.core.durations import parse_duration
@@ -26,6 +27,9 @@ class TurnReason(StrEnum):
     def __str__(self) -> str:
         return self.value
 
+
+#: The longest ``set_state`` key (with its scope prefix) the store holds.
+MAX_STATE_KEY = 255
 
 ACTION_NAMES = (
     "send_message",
@@ -140,52 +144,110 @@ def _text(args: dict[str, Any], key: str, action: str) -> str:
     value = args.get(key)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{action}: {key} must be non-empty text")
-    return value.strip()
+    return _no_nul(value.strip(), key, action)
+
+
+def _no_nul(value: str, key: str, action: str) -> str:
+    """PostgreSQL text cannot hold NUL: refuse it here rather than fail the commit."""
+    if "\x00" in value:
+        raise InvalidInput(f"{action}: {key} contains a NUL character")
+    return value
+
+
+@dataclass
+class _Draft:
+    """A TurnPlan being assembled, one validated action at a time."""
+
+    messages: list[str] = field(default_factory=list)
+    todos: list[tuple[int, TodoStatus]] = field(default_factory=list)
+    states: list[tuple[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    end: str | None = None
+    intervention: str | None = None
+    delay: timedelta | None = None
+
+
+def _send_message(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.messages.append(_text(args, "text", "send_message"))
+
+
+def _mark_todo(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.todos.append(_todo_update(args, todo_ids))
+
+
+def _end(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    end = str(args.get("reason") or "completed").strip() or "completed"
+    draft.end = _no_nul(end, "reason", "end_conversation")
+
+
+def _intervene(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.intervention = _text(args, "reason", "request_human_intervention")
+
+
+def _schedule(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    raw = args.get("delay")
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        raw = f"{int(raw)}s"
+    if not isinstance(raw, str):
+        raise InvalidInput("schedule_next_heartbeat: delay must be a duration like 2h")
+    draft.delay = parse_duration(raw)
+
+
+def _set_state(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.states.append(_state_update(args))
+
+
+def _place_call(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.notes.append("place_call is not available yet; no call was placed")
+
+
+_HANDLERS = {
+    "send_message": _send_message,
+    "mark_todo_item": _mark_todo,
+    "end_conversation": _end,
+    "request_human_intervention": _intervene,
+    "schedule_next_heartbeat": _schedule,
+    "set_state": _set_state,
+    "place_call": _place_call,
+}
 
 
 def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
     """Check every action and fold them into a :class:`TurnPlan`, or raise InvalidInput."""
-    messages: list[str] = []
-    todos: list[tuple[int, TodoStatus]] = []
-    states: list[tuple[str, Any]] = []
-    notes: list[str] = []
-    end = intervention = None
-    delay: timedelta | None = None
+    draft = _Draft()
     for action in actions:
-        name, args = action.name, action.args
-        if name == "send_message":
-            messages.append(_text(args, "text", name))
-        elif name == "mark_todo_item":
-            todos.append(_todo_update(args, todo_ids))
-        elif name == "end_conversation":
-            end = str(args.get("reason") or "completed").strip() or "completed"
-        elif name == "request_human_intervention":
-            intervention = _text(args, "reason", name)
-        elif name == "schedule_next_heartbeat":
-            raw = args.get("delay")
-            if isinstance(raw, int | float) and not isinstance(raw, bool):
-                raw = f"{int(raw)}s"
-            if not isinstance(raw, str):
-                raise InvalidInput("schedule_next_heartbeat: delay must be a duration like 2h")
-            delay = parse_duration(raw)
-        elif name == "set_state":
-            key = _text(args, "key", name)
-            states.append((key, args.get("value")))
-        elif name == "place_call":
-            notes.append("place_call is not available yet; no call was placed")
-        else:
-            raise InvalidInput(f"unknown action {name!r} (known: {', '.join(ACTION_NAMES)})")
-    if end is not None and intervention is not None:
+        handler = _HANDLERS.get(action.name)
+        if handler is None:
+            raise InvalidInput(f"unknown action {action.name!r} (known: {', '.join(ACTION_NAMES)})")
+        handler(draft, action.args, todo_ids)
+    if draft.end is not None and draft.intervention is not None:
         raise InvalidInput("a turn cannot both end the conversation and request intervention")
     return TurnPlan(
-        messages=tuple(messages),
-        todo_updates=tuple(todos),
-        end_reason=end,
-        intervention_reason=intervention,
-        next_heartbeat=delay,
-        state_updates=tuple(states),
-        notes=tuple(notes),
+        messages=tuple(draft.messages),
+        todo_updates=tuple(draft.todos),
+        end_reason=draft.end,
+        intervention_reason=draft.intervention,
+        next_heartbeat=draft.delay,
+        state_updates=tuple(draft.states),
+        notes=tuple(draft.notes),
     )
+
+
+def _state_update(args: dict[str, Any]) -> tuple[str, Any]:
+    """A key the store can hold (its column is 255 characters on every backend) and a
+    value it can write (JSON): found here, not as a database error mid-commit."""
+    key = _text(args, "key", "set_state")
+    if len(key) > MAX_STATE_KEY:
+        raise InvalidInput(f"set_state: key is longer than {MAX_STATE_KEY} characters")
+    value = args.get("value")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"set_state: value must be JSON (text, number, true/false, null, list or object), "
+            f"not {type(value).__name__}"
+        ) from None
+    return key, value
 
 
 def _todo_update(args: dict[str, Any], todo_ids: set[int]) -> tuple[int, TodoStatus]:

@@ -7,7 +7,7 @@ channels (which must not see the store) can be written against them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 
 
 class TodoStatus(StrEnum):

@@ -2,8 +2,9 @@
 
 A window is written ``"mon-fri 09:00-18:00"``, ``"09:00-17:30"`` (every day),
 ``"mon,wed,sat 10:00-14:00"`` or ``"fri 22:00-02:00"`` (past midnight: the part
-after midnight belongs to the day the window opened). Times are wall-clock in
-the contact's zone, so a window follows daylight-saving changes.
+after midnight belongs to the day the window opened); ``24:00`` ends a window at
+midnight. Times are wall-clock in the contact's zone, so a window follows
+daylight-saving changes.
 """
 
 from __future__ import annotations
@@ -37,15 +38,16 @@ def parse_window(text: str) -> Window:
     if not match:
         raise InvalidInput(f"invalid window {text!r}: use forms like 'mon-fri 09:00-18:00'")
     days = _parse_days(match.group("days")) if match.group("days") else frozenset(range(7))
-    return Window(
-        days, _parse_time(match.group("start"), text), _parse_time(match.group("end"), text)
-    )
+    start = _parse_time(match.group("start"), text, end=False)
+    return Window(days, start, _parse_time(match.group("end"), text, end=True))
 
 
-def _parse_time(value: str, text: str) -> time:
+def _parse_time(value: str, text: str, *, end: bool) -> time:
     hours, minutes = (int(p) for p in value.split(":"))
-    if hours == 24 and minutes == 0:
-        return time(23, 59, 59)
+    if end and hours == 24 and minutes == 0:
+        # Midnight at the end of the day: as an end before-or-equal to the start,
+        # 00:00 closes the window at the next midnight ("09:00-24:00", "00:00-24:00").
+        return time(0, 0)
     if hours > 23 or minutes > 59:
         raise InvalidInput(f"invalid time {value!r} in window {text!r}")
     return time(hours, minutes)
@@ -78,13 +80,28 @@ def zone(name: str | None) -> ZoneInfo:
 
 
 def _local(day: date, moment: time, tz: ZoneInfo) -> datetime:
-    """A wall-clock time on ``day`` in ``tz`` as UTC; a time skipped by a DST jump
-    moves forward to the first instant that exists."""
-    candidate = datetime.combine(day, moment, tzinfo=tz)
-    back = candidate.astimezone(UTC).astimezone(tz)
-    if back.replace(tzinfo=None) != candidate.replace(tzinfo=None):
-        candidate = back
-    return candidate.astimezone(UTC)
+    """A wall-clock time on ``day`` in ``tz`` as UTC.
+
+    A time skipped by a DST jump (02:30 on the night clocks go from 02:00 to
+    03:00) becomes the instant of the jump, the first one whose wall clock has
+    passed it; a time that happens twice (the night clocks go back) is its first
+    occurrence.
+    """
+    wall = datetime.combine(day, moment)
+    candidate = wall.replace(tzinfo=tz).astimezone(UTC)
+    if candidate.astimezone(tz).replace(tzinfo=None) == wall:
+        return candidate
+    # In a gap: the jump lies between reading the wall time with the offset after
+    # it (earlier, still before the jump) and with the offset before it (later).
+    low = wall.replace(tzinfo=tz, fold=1).astimezone(UTC)
+    high = candidate
+    while high - low > timedelta(seconds=1):
+        middle = low + (high - low) / 2
+        if middle.astimezone(tz).replace(tzinfo=None) >= wall:
+            high = middle
+        else:
+            low = middle
+    return high.replace(microsecond=0)
 
 
 def next_open(window: Window | None, moment: datetime, tz: ZoneInfo) -> datetime:

@@ -5,9 +5,13 @@ default in-memory job store, nothing pickled):
 
 * ``pulse`` (every ``daemon.pulse``, default 1 s): snoozes, heartbeats, turns,
   outbox. After each run it looks up the earliest due time in the store and,
-  if that is sooner than the next scheduled run, brings the pulse forward, so
-  a heartbeat fires within about a second of its due time whatever the
-  interval.
+  if that is sooner than the next scheduled run, brings the pulse forward (to
+  at once, when more work is already due than one pulse takes), so a
+  heartbeat fires within about a second of its due time whatever the
+  interval. This happens in a listener for the job's completion rather than
+  in the job itself: APScheduler counts a job as running until its function
+  has returned, so a run brought forward from inside it would be skipped
+  under ``max_instances=1``.
 * ``poll`` (every ``daemon.poll``, default 30 s): asks channels for inbound.
 * ``maintenance`` (cron, daily 03:15 UTC): retention.
 
@@ -24,6 +28,7 @@ what is due is a column, not a scheduled job.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -65,6 +70,8 @@ class DaemonRunner:
     stopping: threading.Event = field(default_factory=threading.Event)
     scheduler: BlockingScheduler | None = None
     _signals: int = 0
+    _signals_installed: bool = False
+    _last_pulse_idle: bool = True
 
     def __post_init__(self) -> None:
         config = self.relay.config
@@ -106,10 +113,13 @@ class DaemonRunner:
         log.info("daemon %s stopped", self.ident)
 
     def run(self) -> None:
-        """Run in the foreground until SIGTERM/SIGINT; returns after a graceful stop."""
+        """Run in the foreground until SIGTERM/SIGINT (or :meth:`stop`); returns after a
+        graceful stop: the job in progress (a turn, a delivery) finishes and commits."""
+        from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.blocking import BlockingScheduler
 
-        self.scheduler = BlockingScheduler(timezone="UTC")
+        executor = ThreadPoolExecutor(max_workers=4)
+        self.scheduler = BlockingScheduler(timezone="UTC", executors={"default": executor})
         options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
         seconds = max(0.05, self.pulse_every.total_seconds())
         self.scheduler.add_job(
@@ -131,18 +141,38 @@ class DaemonRunner:
         self.scheduler.add_job(
             self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
         )
-        self._install_signals()
+        from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
+
+        self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
+        self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        self.install_signals()
+        stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
+        stopper.start()
         self.register()
         try:
-            self.scheduler.start()
+            self.scheduler.start()  # returns once the scheduler is shut down
+            executor.shutdown(wait=True)  # the job in progress finishes and commits
         finally:
+            self.stopping.set()
             self.unregister()
 
-    def _install_signals(self) -> None:
+    def stop(self) -> None:
+        """Ask for a graceful stop (what SIGTERM does); safe from any thread."""
+        self.stopping.set()
+
+    def install_signals(self) -> None:
+        """Take over SIGTERM/SIGINT (before the PID file is written, so a stop that
+        comes at once is graceful too)."""
+        if self._signals_installed:
+            return
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
+        self._signals_installed = True
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        """Only flags the stop: the handler interrupts the main thread anywhere, even
+        inside the scheduler holding its locks, so the shutdown itself happens on the
+        ``relay-stop`` thread (and the main thread then waits for the job in progress)."""
         self._signals += 1
         if self._signals > 1:
             log.warning("second signal: exiting at once")
@@ -151,24 +181,47 @@ class DaemonRunner:
             "signal %s: finishing the work in progress, then stopping", signal.Signals(signum).name
         )
         self.stopping.set()
-        if self.scheduler is not None:
-            # Waits for the running job (a turn in progress) to finish and commit.
-            self.scheduler.shutdown(wait=True)
+
+    def _stop_when_asked(self) -> None:
+        self.stopping.wait()
+        self._shutdown()
+
+    def _on_started(self, _event: Any) -> None:
+        # A stop asked for before the scheduler ran could not shut it down.
+        if self.stopping.is_set():
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        from apscheduler.schedulers.base import STATE_STOPPED, SchedulerNotRunningError
+
+        if self.scheduler is None or self.scheduler.state == STATE_STOPPED:
+            return
+        with contextlib.suppress(SchedulerNotRunningError):  # stopped by the other path
+            self.scheduler.shutdown(wait=False)
 
     # -- jobs ------------------------------------------------------------------
 
     def pulse_job(self) -> None:
         if self.stopping.is_set():
             return
+        self._last_pulse_idle = True
         try:
             report = self.pulse.run(should_stop=self.stopping.is_set)
             self._heartbeat_self()
-        except Exception as exc:  # noqa: BLE001 - one bad pulse must not stop the daemon
+        except Exception as exc:  # one bad pulse must not stop the daemon
             log.error("pulse failed: %s", _one_line(exc), exc_info=log.isEnabledFor(logging.DEBUG))
             return
+        self._last_pulse_idle = report.idle
         if not report.idle:
             log.debug("pulse: %s", report.to_json())
-        self._bring_forward()
+
+    def _after_job(self, event: Any) -> None:
+        if event.job_id != "pulse":
+            return
+        try:
+            self._bring_forward()
+        except Exception as exc:  # the next pulse runs on its schedule anyway
+            log.error("looking for the next due work failed: %s", _one_line(exc))
 
     def poll_job(self) -> None:
         if self.stopping.is_set():
@@ -180,7 +233,7 @@ class DaemonRunner:
             received = self.pulse.poll(report)
             if received:
                 log.info("polled %s inbound message(s)", received)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # logged; the daemon carries on
             log.error("poll failed: %s", _one_line(exc))
 
     def maintenance_job(self) -> None:
@@ -189,7 +242,7 @@ class DaemonRunner:
         try:
             result = retention.prune(self.relay)
             log.info("maintenance: %s", result)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # logged; the daemon carries on
             log.error("maintenance failed: %s", _one_line(exc))
 
     def _heartbeat_self(self) -> None:
@@ -199,7 +252,13 @@ class DaemonRunner:
             )
 
     def _bring_forward(self) -> None:
-        """Run the next pulse at the earliest due time if that is before its schedule."""
+        """Run the next pulse at the earliest due time if that is before its schedule.
+
+        Work already due after a pulse that did something (more than one batch,
+        or work that fell due meanwhile) gets a pulse at once; after an idle
+        pulse it waits for the schedule, so work another daemon holds locked
+        never makes this one spin.
+        """
         if self.scheduler is None or self.stopping.is_set():
             return
         with self.relay.store.transaction() as session:
@@ -207,8 +266,11 @@ class DaemonRunner:
         job = self.scheduler.get_job("pulse")
         if due is None or job is None or job.next_run_time is None:
             return
+        now = _utcnow()
+        if due <= now and self._last_pulse_idle:
+            return
         if due < job.next_run_time:
-            job.modify(next_run_time=max(due, _utcnow()))
+            job.modify(next_run_time=max(due, now))
 
 
 def _one_line(exc: BaseException) -> str:

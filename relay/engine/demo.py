@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from relay.config import Config, load_config
+from relay.config import DEFAULTS, Config
 from relay.engine.pulse import Pulse, start_now
 from relay.engine.service import Relay
 from relay.engine.store_setup import open_store
@@ -42,16 +42,23 @@ class DemoResult:
 
 
 @contextmanager
-def demo_config(base: Config | None = None) -> Iterator[Config]:
-    """A configuration whose database and console files live in a temporary folder."""
+def demo_config() -> Iterator[Config]:
+    """Built-in defaults only, with the database and console files in a temporary folder.
+
+    The working directory's relay.toml and RELAY_* variables are not read: a
+    project's sending window, console file or model server must not leak into
+    (or be written by) the throw-away demo.
+    """
     with tempfile.TemporaryDirectory(prefix="relay-demo-") as folder:
         root = Path(folder)
-        config = load_config(env={}, overrides={"database.url": f"sqlite:///{root / 'demo.db'}"})
-        config.base_dir = root
-        config.values["channels.console.echo"] = False
-        config.values["agent.backend"] = "scripted"
-        config.values["defaults.channel"] = "console"
-        yield config
+        values = {
+            **DEFAULTS,
+            "database.url": f"sqlite:///{root / 'demo.db'}",
+            "channels.console.echo": False,
+            "agent.backend": "scripted",
+            "defaults.channel": "console",
+        }
+        yield Config(values, dict.fromkeys(values, "demo"), None, root)
 
 
 def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:

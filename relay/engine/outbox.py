@@ -11,10 +11,13 @@ again at delivery time, not only when the message was written.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Channel, ChannelError, Outbound, make_channel
@@ -34,6 +37,20 @@ if TYPE_CHECKING:
 log = logging.getLogger("relay.outbox")
 
 SEND_LEASE = timedelta(minutes=2)
+#: At most this many deliveries share one confirming and one recording transaction.
+DELIVERY_BATCH = 100
+#: A batch the channel sent within this many seconds may grow (up to DELIVERY_BATCH);
+#: a slower one shrinks back to one message, so with a slow channel each message is
+#: confirmed just before and recorded just after its own send.
+BATCH_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class _Sent:
+    outbound: Outbound
+    channel: str
+    provider_id: str
+    at: datetime
 
 
 @dataclass
@@ -94,17 +111,90 @@ class Dispatcher:
                 session, now, SEND_LEASE, limit, message_id=message_id, instance_id=instance_id
             )
             ready = self._screen(session, batch, now, report)
-        for outbound, channel_name in ready:
-            self._deliver(outbound, channel_name, report)
+            claimed = {m.id: m.attempts for m in batch}
+        # Sent in small groups: confirmed together just before their sends and
+        # recorded together just after. The groups grow while the channel is fast
+        # and drop back to one message when it is slow.
+        size, position = 1, 0
+        while position < len(ready):
+            group = ready[position : position + size]
+            position += len(group)
+            started = time.monotonic()
+            self._send_group(group, claimed, report)
+            quick = time.monotonic() - started < BATCH_SECONDS
+            size = min(DELIVERY_BATCH, size * 4) if quick else 1
         return report
+
+    def _send_group(
+        self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
+    ) -> None:
+        """Send a confirmed group. Should a send hang (a group only grows while sends
+        are quick), the leases of the rest would run out and another worker could
+        claim and send them too: so once half a lease has gone by, what was sent is
+        recorded and the rest is confirmed (and its lease renewed) again."""
+        pending = self._confirm(group, claimed, report)
+        confirmed_at = self.relay.now()
+        sent: list[_Sent] = []
+        while pending:
+            if self.relay.now() - confirmed_at >= SEND_LEASE / 2:
+                self._sent(sent, report)
+                sent = []
+                pending = self._confirm(pending, claimed, report)
+                confirmed_at = self.relay.now()
+                continue
+            outbound, channel_name = pending.pop(0)
+            done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
+            if done is not None:
+                sent.append(done)
+        self._sent(sent, report)
+
+    def _confirm(
+        self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
+    ) -> list[tuple[Outbound, str]]:
+        """Just before the sends: is each row still ours, and may it still go?
+
+        A batch is delivered one message after another; when the channel is slow,
+        the lease on rows further down can run out and another worker claims them
+        again (its claim counts one more attempt). Those are its to send now. The
+        lease is renewed for the send itself, and the opt-out is checked again, at
+        delivery time rather than when the batch was claimed.
+        """
+        confirmed = []
+        with self.relay.store.transaction() as session:
+            locked = claims.lock_messages(session, [o.message_id for o, _ in group])
+            people = _contacts_of(session, locked.values())
+            renewed = self.relay.now() + SEND_LEASE
+            for outbound, channel_name in group:
+                message = locked.get(outbound.message_id)
+                if (
+                    message is None
+                    or message.status != MessageStatus.SENDING.value
+                    or message.attempts != claimed[outbound.message_id]
+                ):
+                    log.info("message %s was taken over by another worker", outbound.message_id)
+                    continue
+                contact = people.get(message.contact_id)
+                if contact is not None and contact.opted_out_at is not None:
+                    message.status = MessageStatus.BLOCKED.value
+                    message.last_error = "contact opted out"
+                    message.next_attempt_at = None
+                    report.blocked += 1
+                    continue
+                message.next_attempt_at = renewed
+                confirmed.append((outbound, channel_name))
+        return confirmed
 
     def _screen(
         self, session: Session, batch: list[Message], now: datetime, report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """Block opted-out contacts and hold what a rate limit does not allow yet."""
+        # Deliveries of an earlier batch are in the store as sent by now; only
+        # this batch's are counted in memory (counting both would hold too many).
+        self.limits.reset()
+        people = _contacts_of(session, batch)
         ready = []
         for message in batch:
-            contact = session.get(Contact, message.contact_id)
+            contact = people.get(message.contact_id)
             assert contact is not None
             if contact.opted_out_at is not None:
                 message.status = MessageStatus.BLOCKED.value
@@ -135,41 +225,70 @@ class Dispatcher:
             )
         return ready
 
-    def _deliver(self, outbound: Outbound, channel_name: str, report: DeliveryReport) -> None:
+    def _deliver(
+        self, outbound: Outbound, channel_name: str, attempt: int, report: DeliveryReport
+    ) -> _Sent | None:
+        """Hand one message to its channel; a failure is recorded at once, a success
+        is returned for :meth:`_sent`."""
         try:
             provider_id = self.channels.get(channel_name).send(outbound)
         except ChannelError as exc:
-            self._failed(outbound, str(exc.message), transient=exc.transient, report=report)
-            return
+            error, transient = str(exc.message), exc.transient
         except RelayError as exc:
-            self._failed(outbound, exc.message, transient=False, report=report)
-            return
+            error, transient = exc.message, False
         except Exception as exc:
-            self._failed(outbound, f"{type(exc).__name__}: {exc}", transient=True, report=report)
+            error, transient = f"{type(exc).__name__}: {exc}", True
+        else:
+            return _Sent(outbound, channel_name, provider_id, self.relay.now())
+        self._failed(outbound, attempt, error, transient=transient, report=report)
+        return None
+
+    def _sent(self, sent: list[_Sent], report: DeliveryReport) -> None:
+        """Record deliveries, a group in one transaction. Until it commits they stay
+        ``sending``; after a crash they go again with the same idempotency keys."""
+        if not sent:
             return
         with self.relay.store.transaction() as session:
-            message = session.get(Message, outbound.message_id)
-            assert message is not None
-            message.status = MessageStatus.SENT.value
-            message.provider_message_id = provider_id
-            message.sent_at = self.relay.now()
-            message.next_attempt_at = None
-            message.last_error = None
-        log.info(
-            "message %s to %s sent on %s (%s)",
-            outbound.message_id,
-            outbound.to,
-            channel_name,
-            outbound.instance_id or "-",
-        )
-        report.sent += 1
+            session.execute(
+                update(Message),
+                [
+                    {
+                        "id": done.outbound.message_id,
+                        "status": MessageStatus.SENT.value,
+                        "provider_message_id": done.provider_id,
+                        "sent_at": done.at,
+                        "next_attempt_at": None,
+                        "last_error": None,
+                    }
+                    for done in sent
+                ],
+            )
+        for done in sent:
+            log.info(
+                "message %s to %s sent on %s (%s)",
+                done.outbound.message_id,
+                done.outbound.to,
+                done.channel,
+                done.outbound.instance_id or "-",
+            )
+        report.sent += len(sent)
 
     def _failed(
-        self, outbound: Outbound, error: str, *, transient: bool, report: DeliveryReport
+        self,
+        outbound: Outbound,
+        attempt: int,
+        error: str,
+        *,
+        transient: bool,
+        report: DeliveryReport,
     ) -> None:
         with self.relay.store.transaction() as session:
-            message = session.get(Message, outbound.message_id)
+            message = claims.lock_message(session, outbound.message_id)
             assert message is not None
+            if message.status != MessageStatus.SENDING.value or message.attempts != attempt:
+                # Our attempt outlived its lease and another worker owns the row now.
+                log.warning("message %s attempt %s failed (%s)", message.id, attempt, error)
+                return
             now = self.relay.now()
             message.last_error = error
             if transient and message.attempts < self.max_attempts:
@@ -208,6 +327,14 @@ class Dispatcher:
             actor="dispatcher",
             reason=f"delivery of message {message.id} failed: {error}",
         )
+
+
+def _contacts_of(session: Session, messages: Iterable[Message]) -> dict[int, Contact]:
+    """The messages' contacts, read in one query."""
+    ids = {m.contact_id for m in messages}
+    if not ids:
+        return {}
+    return {c.id: c for c in session.scalars(select(Contact).where(Contact.id.in_(ids)))}
 
 
 _ESCALATABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITIONS[s])

@@ -9,8 +9,8 @@ conversation that ends promotes a queued one, which is started at once).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import RelayError
@@ -104,7 +104,11 @@ class Pulse:
         for _ in range(MAX_ROUNDS):
             if should_stop():
                 break
-            outcomes = self.turns.run_due(self.batch, should_stop=should_stop)
+            outcomes = self.turns.run_due(
+                self.batch,
+                should_stop=should_stop,
+                after_batch=lambda: report.delivery.add(self.dispatcher.deliver_due(self.batch)),
+            )
             report.turns.extend(outcomes)
             report.delivery.add(self.dispatcher.deliver_due(self.batch))
             if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):

@@ -1,7 +1,8 @@
 """Per-channel rate limits: deliveries past the limit wait in the outbox until they fit.
 
 Configured per channel as ``rate = "30/minute"`` (also ``/second``, ``/hour``,
-``/day``; several joined by commas: ``"1/second, 500/day"``). Counting uses the
+``/day``, plurals and short forms like ``/min``, ``/h``; several joined by
+commas: ``"1/second, 500/day"``). Counting uses the
 store's sent timestamps, so the limit holds across restarts and across
 daemons sharing one database (within one batch, messages claimed together
 are counted in memory as well).
@@ -27,6 +28,16 @@ PERIODS = {
     "hour": timedelta(hours=1),
     "day": timedelta(days=1),
 }
+#: Short forms people write: ``30/min``, ``500/h``, ``1000/d``.
+ALIASES = {
+    "s": "second",
+    "sec": "second",
+    "m": "minute",
+    "min": "minute",
+    "h": "hour",
+    "hr": "hour",
+    "d": "day",
+}
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,9 @@ class Limit:
 def parse_rate(text: str) -> list[Limit]:
     limits = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        number, _, unit = part.partition("/")
-        unit = unit.strip().lower().rstrip("s")
+        number, _, raw_unit = part.partition("/")
+        unit = raw_unit.strip().lower()
+        unit = ALIASES.get(unit, unit.removesuffix("s"))
         try:
             count = int(number.strip())
         except ValueError:

@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config, load_config
 from relay.core.clock import Clock, SystemClock
-from relay.core.durations import parse_duration
+from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput, NotFound, OptedOut, Refused
 from relay.core.states import TERMINAL, Event, State
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import inbound, transitions
+from relay.engine import forecast, inbound, transitions
 from relay.engine.addresses import normalise_address
 from relay.engine.store_setup import open_store
 from relay.engine.views import (
@@ -34,13 +34,16 @@ from relay.engine.views import (
     StatusView,
     TransitionView,
 )
-from relay.store import queries
+from relay.store import claims, queries
 from relay.store.database import Store
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Daemon, Instance, Message, Todo
 
 OPERATOR = "operator"
+#: A daemon that has not pulsed for this long is not counted as live.
+DAEMON_SILENCE = timedelta(minutes=2)
 MAX_TEXT = 10_000
+MAX_FOLLOWUPS = 1000
 
 
 class Relay:
@@ -154,8 +157,8 @@ class Relay:
 
     def _max_followups(self, value: int | None) -> int:
         followups = int(self.config.get("defaults.max_followups") if value is None else value)
-        if followups < 0:
-            raise InvalidInput("--max-followups must be zero or more")
+        if not 0 <= followups <= MAX_FOLLOWUPS:
+            raise InvalidInput(f"--max-followups must be between 0 and {MAX_FOLLOWUPS}")
         return followups
 
     def _insert_instance(
@@ -259,7 +262,8 @@ class Relay:
         person = session.get(Contact, instance.contact_id)
         assert person is not None
         todos = list(queries.todos_of(session, instance.id))
-        return InstanceView.build(instance, person, todos)
+        upcoming = forecast.next_message(session, instance, self.config, self.now())
+        return InstanceView.build(instance, person, todos, next_message=upcoming)
 
     # -- operator verbs -----------------------------------------------------
 
@@ -313,6 +317,11 @@ class Relay:
             now = self.now()
             message = queue_outbound(session, instance, body, Author.OPERATOR, now)
             if state is State.NEEDS_HUMAN_INTERVENTION:
+                # The operator read and answered what the contact wrote meanwhile;
+                # the agent must not answer it a second time.
+                for waiting in queries.unprocessed_inbound(session, instance.id):
+                    waiting.status = MessageStatus.PROCESSED.value
+                    waiting.processed_at = now
                 transitions.apply_event(session, instance, Event.MANUAL_SEND, now=now, actor=actor)
                 transitions.apply_event(session, instance, Event.MESSAGE_SENT, now=now, actor=actor)
             elif state is State.WAITING_FOR_REPLY:
@@ -424,17 +433,25 @@ class Relay:
                 .select_from(Message)
                 .where(Message.instance_id.is_(None), Message.direction == "inbound")
             )
+            now = self.now()
+            # Live: pulsed recently and not stopped (a killed daemon never records its stop).
             daemons = session.scalars(
-                select(Daemon).where(Daemon.stopped_at.is_(None)).order_by(Daemon.started_at)
+                select(Daemon)
+                .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= now - DAEMON_SILENCE)
+                .order_by(Daemon.started_at)
             ).all()
             last_seen = session.scalar(select(func.max(Daemon.last_pulse_at)))
-            due = count_due_work(session, self.now())
+            due = count_due_work(session, now)
+            # Work due for longer than a daemon may stay silent: nobody is doing it
+            # (with cron, `relay tick` every minute keeps this at zero).
+            overdue = claims.count_due(session, now, due_by=now - DAEMON_SILENCE)
         pending = outbound.get("queued", 0) + outbound.get("sending", 0)
         warnings = []
-        stale = last_seen is None or (self.now() - last_seen) > timedelta(minutes=2)
-        if due and stale:
+        stale = last_seen is None or (now - last_seen) > DAEMON_SILENCE
+        if overdue and stale:
             warnings.append(
-                f"{due} item(s) of work are due and no daemon has pulsed recently; "
+                f"{overdue} item(s) of work have been due for over "
+                f"{format_duration(DAEMON_SILENCE)} and no daemon has pulsed recently; "
                 "run `relay daemon` or `relay tick`"
             )
         return StatusView(
@@ -453,27 +470,8 @@ class Relay:
 
 
 def count_due_work(session: Session, now: datetime) -> int:
-    """Instances with a turn or heartbeat due, plus outbound messages ready to go."""
-    turn_states = [
-        State.CREATED.value,
-        State.ACTIVE.value,
-        State.WAITING_FOR_AGENT.value,
-        State.HEARTBEAT_SCHEDULED.value,
-    ]
-    turns = session.scalar(
-        select(func.count()).select_from(Instance).where(Instance.state.in_(turn_states))
-    )
-    beats = session.scalar(
-        select(func.count())
-        .select_from(Instance)
-        .where(Instance.state == State.WAITING_FOR_REPLY.value, Instance.next_heartbeat_at <= now)
-    )
-    outbox = session.scalar(
-        select(func.count())
-        .select_from(Message)
-        .where(Message.status == MessageStatus.QUEUED.value)
-    )
-    return int(turns or 0) + int(beats or 0) + int(outbox or 0)
+    """Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet)."""
+    return claims.count_due(session, now)
 
 
 def queue_outbound(
@@ -484,8 +482,13 @@ def queue_outbound(
     now: datetime,
     *,
     proactive: bool = False,
+    flush: bool = True,
 ) -> Message:
-    """Write an outbound message as an outbox row; the dispatcher delivers it."""
+    """Write an outbound message as an outbox row; the dispatcher delivers it.
+
+    ``flush=False`` leaves the insert to the transaction's commit (a batch of
+    turns writes its rows together); the message then has no id yet.
+    """
     message = Message(
         instance_id=instance.id,
         contact_id=instance.contact_id,
@@ -501,7 +504,8 @@ def queue_outbound(
         created_at=now,
     )
     session.add(message)
-    session.flush()
+    if flush:
+        session.flush()
     return message
 
 
@@ -517,7 +521,9 @@ def _cancel_outbox(session: Session, instance_id: str) -> None:
 
 
 def _clean_text(text: str, what: str) -> str:
-    cleaned = (text or "").strip()
+    # NUL never means anything in a message, and PostgreSQL text cannot hold it:
+    # a channel that hands one over must not fail the whole pulse.
+    cleaned = (text or "").replace("\x00", "").strip()
     if not cleaned:
         raise InvalidInput(f"{what} must not be empty")
     if len(cleaned) > MAX_TEXT:

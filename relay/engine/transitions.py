@@ -39,8 +39,15 @@ def apply_event(
     now: datetime,
     actor: str = SYSTEM,
     reason: str | None = None,
+    replies_waiting: bool | None = None,
 ) -> State:
-    """Move ``instance`` by ``event`` (or raise Refused) and record it."""
+    """Move ``instance`` by ``event`` (or raise Refused) and record it.
+
+    ``replies_waiting``: whether unprocessed inbound waits for the instance, from
+    a caller that has just read it under the instance's lock (a batch of turn
+    commits: asking here would flush the session once per turn); None asks the
+    store.
+    """
     current = state_of(instance)
     previous = previous_of(instance)
     target = next_state(current, event, previous=previous, instance_id=instance.id)
@@ -89,7 +96,9 @@ def apply_event(
         f": {reason}" if reason else "",
     )
     _update_slot(session, instance, now)
-    if target is State.WAITING_FOR_REPLY and queries.unprocessed_inbound(session, instance.id):
+    if replies_waiting is None and target is State.WAITING_FOR_REPLY:
+        replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
+    if target is State.WAITING_FOR_REPLY and replies_waiting:
         # A reply that arrived while the instance could not take it (paused,
         # mid-follow-up, waiting for a human) is answered now; none is dropped.
         return apply_event(

@@ -11,12 +11,13 @@ during the turn bumps it, and the turn's decisions are dropped.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -47,6 +48,12 @@ log = logging.getLogger("relay.turns")
 
 AGENT = "agent"
 MAX_TURN_ATTEMPTS = 5
+#: At most this many turns share one context read and one commit transaction.
+TURN_BATCH = 100
+#: A batch whose agents all answered within this many seconds may grow (up to
+#: TURN_BATCH); a slower one shrinks back to a single turn, so with an LLM agent
+#: every turn is committed as soon as its own agent has answered.
+BATCH_SECONDS = 0.2
 
 REASONS = {
     State.CREATED.value: TurnReason.FIRST_MESSAGE,
@@ -54,6 +61,14 @@ REASONS = {
     State.HEARTBEAT_SCHEDULED.value: TurnReason.FOLLOW_UP,
     State.ACTIVE.value: TurnReason.RESUME,
 }
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """Rows a batch of turn commits needs, read once for the whole batch under its locks."""
+
+    todos: dict[str, list[Todo]]
+    inbound: dict[str, list[Message]]
 
 
 @dataclass(frozen=True)
@@ -85,16 +100,66 @@ class TurnRunner:
             )
 
     def run_due(
-        self, limit: int, *, should_stop: Callable[[], bool] = lambda: False
+        self,
+        limit: int,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        after_batch: Callable[[], object] | None = None,
     ) -> list[TurnOutcome]:
+        """Claim due turns and run them in batches (see :meth:`run_batch`).
+
+        ``should_stop`` is checked between turns: a stopping worker finishes the
+        turn in progress, commits what has run, and gives back the other leases.
+        ``after_batch`` runs after each committed batch (the pulse delivers what
+        the batch wrote, so the first follow-ups need not wait for the last turn).
+        """
         claimed = self.claim(limit)
-        outcomes = []
-        for position, (instance_id, version) in enumerate(claimed):
+        outcomes: list[TurnOutcome] = []
+        size, position = 1, 0
+        while position < len(claimed):
             if should_stop():
                 self.release(claimed[position:])
                 break
-            outcomes.append(self.run_claimed(instance_id, version))
+            chunk = claimed[position : position + size]
+            started = time.monotonic()
+            done = self.run_batch(chunk, should_stop=should_stop)
+            outcomes.extend(done)
+            position += len(done)
+            if after_batch is not None:
+                after_batch()
+            quick = time.monotonic() - started < BATCH_SECONDS
+            size = min(TURN_BATCH, size * 4) if quick else 1
         return outcomes
+
+    def run_batch(
+        self, claimed: list[tuple[str, int]], *, should_stop: Callable[[], bool] = lambda: False
+    ) -> list[TurnOutcome]:
+        """Run claimed turns with one context read and one commit for all of them.
+
+        Each turn's effects still go together (its state change, transition row,
+        transcript, todos and outbox rows), each is checked against its own
+        version and lease, and agents still run outside any transaction. Stops
+        early when ``should_stop`` says so, returning outcomes for a prefix only.
+        """
+        contexts = self._contexts(claimed)
+        outcomes: dict[int, TurnOutcome] = {}
+        ready: list[tuple[int, tuple[str, int, TurnContext, list[Action]]]] = []
+        for index, (instance_id, version) in enumerate(claimed):
+            if index and should_stop():
+                claimed = claimed[:index]
+                break
+            loaded = contexts.get(instance_id)
+            if loaded is None:
+                outcomes[index] = self._discarded(instance_id, TurnReason.RESUME)
+                continue
+            decided = self._decide(instance_id, version, *loaded)
+            if isinstance(decided, TurnOutcome):
+                outcomes[index] = decided
+            else:
+                ready.append((index, (instance_id, version, loaded[0], decided)))
+        committed = self._commit_many([item for _, item in ready])
+        outcomes.update(zip([index for index, _ in ready], committed, strict=True))
+        return [outcomes[index] for index in range(len(claimed))]
 
     def release(self, claimed: list[tuple[str, int]]) -> None:
         """Give back leases on turns this worker will not run (it is stopping)."""
@@ -107,10 +172,12 @@ class TurnRunner:
                     instance.turn_attempts = max(0, instance.turn_attempts - 1)
 
     def run_claimed(self, instance_id: str, version: int) -> TurnOutcome:
-        loaded = self._context(instance_id)
-        if loaded is None:
-            return self._discarded(instance_id, TurnReason.RESUME)
-        context, agent_name, attempts = loaded
+        return self.run_batch([(instance_id, version)])[0]
+
+    def _decide(
+        self, instance_id: str, version: int, context: TurnContext, agent_name: str, attempts: int
+    ) -> TurnOutcome | list[Action]:
+        """The agent's actions for one turn, or its outcome if it ends before the commit."""
         held = self._hold_for_window(instance_id, version, context)
         if held is not None:
             return held
@@ -122,7 +189,7 @@ class TurnRunner:
                 f"the turn was started {attempts - 1} times without finishing",
             )
         try:
-            actions = self._call_agent(agent_name, context)
+            return self._call_agent(agent_name, context)
         except AgentError as exc:
             return self._fail(instance_id, version, context.reason, f"agent error: {exc.message}")
         except RelayError as exc:
@@ -131,7 +198,6 @@ class TurnRunner:
             return self._fail(
                 instance_id, version, context.reason, f"agent crashed: {type(exc).__name__}: {exc}"
             )
-        return self._commit(instance_id, version, context, actions)
 
     # -- agent ---------------------------------------------------------------
 
@@ -171,7 +237,7 @@ class TurnRunner:
         with self.relay.store.transaction() as session:
             instance = self._locked(session, instance_id, version)
             if instance is None:
-                return self._discarded(instance_id, context.reason)
+                return self._discarded(instance_id, context.reason, session)
             now = self.relay.now()
             opens = policy.next_window_open(session, instance, self.relay.config, now)
             if opens <= now:
@@ -183,39 +249,57 @@ class TurnRunner:
             note = f"outside the sending window; first message held until {isoformat(opens)}"
             return TurnOutcome(instance_id, context.reason.value, instance.state, note=note)
 
-    def _context(self, instance_id: str) -> tuple[TurnContext, str, int] | None:
+    def _contexts(self, claimed: list[tuple[str, int]]) -> dict[str, tuple[TurnContext, str, int]]:
+        """Each claimed turn's context, agent name and attempt count, read in one
+        transaction. A turn whose claim is no longer ours is left out: the instance
+        changed, or the lease ran out and another worker claimed it (running the
+        agent then would only waste a model call, or repeat a command's effects)."""
         window = int(self.relay.config.get("agent.transcript_window") or 50)
+        versions = dict(claimed)
         with self.relay.store.transaction() as session:
-            instance = session.scalar(select(Instance).where(Instance.id == instance_id))
-            if instance is None or instance.state not in REASONS:
-                return None
-            person = session.get(Contact, instance.contact_id)
-            assert person is not None
-            reason = REASONS[instance.state]
-            context = TurnContext(
-                instance_id=instance.id,
-                reason=reason,
-                objective=instance.objective,
-                contact=person.address,
-                todos=tuple(
-                    ContextTodo(t.position, t.text, t.status)
-                    for t in queries.todos_of(session, instance.id)
-                ),
-                transcript=tuple(
-                    _context_message(m)
-                    for m in queries.transcript_of(session, instance.id, window, said_only=True)
-                ),
-                new_messages=tuple(
-                    _context_message(m) for m in queries.unprocessed_inbound(session, instance.id)
-                ),
-                state=_load_state(session, instance),
-                follow_up_number=(
-                    instance.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
-                ),
-                max_followups=instance.max_followups,
-                now=isoformat(self.relay.now()) or "",
-            )
-            return context, instance.agent, instance.turn_attempts
+            instances = [
+                instance
+                for instance in session.scalars(
+                    select(Instance).where(Instance.id.in_(list(versions)))
+                )
+                if instance.state in REASONS
+                and instance.version == versions[instance.id]
+                and instance.lease_owner == self.owner
+            ]
+            ids = [instance.id for instance in instances]
+            people = {
+                person.id: person
+                for person in session.scalars(
+                    select(Contact).where(Contact.id.in_({i.contact_id for i in instances}))
+                )
+            }
+            todos = queries.todos_for(session, ids)
+            transcripts = queries.transcripts_for(session, ids, window, said_only=True)
+            inbound = queries.unprocessed_inbound_for(session, ids)
+            states = _load_states(session, instances)
+            now = isoformat(self.relay.now()) or ""
+            found = {}
+            for instance in instances:
+                reason = REASONS[instance.state]
+                context = TurnContext(
+                    instance_id=instance.id,
+                    reason=reason,
+                    objective=instance.objective,
+                    contact=people[instance.contact_id].address,
+                    todos=tuple(
+                        ContextTodo(t.position, t.text, t.status) for t in todos[instance.id]
+                    ),
+                    transcript=tuple(_context_message(m) for m in transcripts[instance.id]),
+                    new_messages=tuple(_context_message(m) for m in inbound[instance.id]),
+                    state=states[instance.id],
+                    follow_up_number=(
+                        instance.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
+                    ),
+                    max_followups=instance.max_followups,
+                    now=now,
+                )
+                found[instance.id] = (context, instance.agent, instance.turn_attempts)
+            return found
 
     # -- commit --------------------------------------------------------------
 
@@ -228,28 +312,74 @@ class TurnRunner:
     def _commit(
         self, instance_id: str, version: int, context: TurnContext, actions: list[Action]
     ) -> TurnOutcome:
-        with self.relay.store.transaction() as session:
-            instance = self._locked(session, instance_id, version)
-            if instance is None:
-                return self._discarded(instance_id, context.reason)
-            try:
-                plan = validate_actions(actions, {t.id for t in context.todos})
-            except InvalidInput as exc:
-                return self._intervene(
-                    session, instance, context.reason, f"invalid agent action: {exc.message}"
+        return self._commit_many([(instance_id, version, context, actions)])[0]
+
+    def _commit_many(
+        self, items: list[tuple[str, int, TurnContext, list[Action]]]
+    ) -> list[TurnOutcome]:
+        """Commit several turns' results in one transaction, each turn checked and
+        applied on its own locked row; should that transaction fail, they are
+        committed one by one, so one bad turn cannot hold back the others."""
+        if not items:
+            return []
+        try:
+            with self.relay.store.transaction() as session:
+                ids = [item[0] for item in items]
+                locked = claims.lock_instances(session, ids)
+                loaded = _Loaded(
+                    queries.todos_for(session, ids), queries.unprocessed_inbound_for(session, ids)
                 )
-            now = self.relay.now()
-            self._apply_plan(session, instance, plan, context, now)
-            final = _advance(session, instance, plan, now)
-            for note in plan.notes:
-                log.info("instance %s: %s", instance_id, note)
-            return TurnOutcome(
-                instance_id,
-                context.reason.value,
-                final.value,
-                plan.messages,
-                note="; ".join(plan.notes) or None,
+                return [
+                    self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)
+                    for item in items
+                ]
+        except Exception:
+            if len(items) == 1:
+                raise
+            log.warning("committing %s turns together failed; committing one by one", len(items))
+            return [self._commit_many([item])[0] for item in items]
+
+    def _commit_in(
+        self,
+        session: Session,
+        instance: Instance | None,
+        instance_id: str,
+        version: int,
+        context: TurnContext,
+        actions: list[Action],
+        *,
+        loaded: _Loaded,
+    ) -> TurnOutcome:
+        if instance is None or instance.version != version or instance.lease_owner != self.owner:
+            return self._discarded(instance_id, context.reason, session)
+        try:
+            plan = validate_actions(actions, {t.id for t in context.todos})
+        except InvalidInput as exc:
+            return self._intervene(
+                session, instance, context.reason, f"invalid agent action: {exc.message}"
             )
+        now = self.relay.now()
+        self._apply_plan(session, instance, plan, context, now, loaded)
+        # Inbound that arrived after the context was read is still unprocessed:
+        # entering WAITING_FOR_REPLY answers it (known here without a query).
+        waiting = any(m.status == MessageStatus.RECEIVED.value for m in loaded.inbound[instance_id])
+        final = _advance(
+            session,
+            instance,
+            plan,
+            now,
+            replied=bool(context.new_messages),
+            replies_waiting=waiting,
+        )
+        for note in plan.notes:
+            log.info("instance %s: %s", instance_id, note)
+        return TurnOutcome(
+            instance_id,
+            context.reason.value,
+            final.value,
+            plan.messages,
+            note="; ".join(plan.notes) or None,
+        )
 
     def _apply_plan(
         self,
@@ -258,11 +388,15 @@ class TurnRunner:
         plan: TurnPlan,
         context: TurnContext,
         now: datetime,
+        loaded: _Loaded,
     ) -> None:
         proactive = context.reason in (TurnReason.FIRST_MESSAGE, TurnReason.FOLLOW_UP)
         for text in plan.messages:
-            queue_outbound(session, instance, text, Author.AGENT, now, proactive=proactive)
-        todos = {t.position: t for t in queries.todos_of(session, instance.id)}
+            # No flush per message: the batch's rows are written together at commit.
+            queue_outbound(
+                session, instance, text, Author.AGENT, now, proactive=proactive, flush=False
+            )
+        todos = {t.position: t for t in loaded.todos[instance.id]}
         for todo_id, status in plan.todo_updates:
             todo: Todo = todos[todo_id]
             todo.status = status.value
@@ -270,7 +404,7 @@ class TurnRunner:
         for key, value in plan.state_updates:
             _store_state(session, instance, key, value, now)
         seen = {m.id for m in context.new_messages}
-        for message in queries.unprocessed_inbound(session, instance.id):
+        for message in loaded.inbound[instance.id]:
             if message.id in seen:
                 message.status = MessageStatus.PROCESSED.value
                 message.processed_at = now
@@ -283,7 +417,7 @@ class TurnRunner:
         with self.relay.store.transaction() as session:
             instance = self._locked(session, instance_id, version)
             if instance is None:
-                return self._discarded(instance_id, reason)
+                return self._discarded(instance_id, reason, session)
             return self._intervene(session, instance, reason, why)
 
     def _intervene(
@@ -300,10 +434,18 @@ class TurnRunner:
         )
         return TurnOutcome(instance.id, reason.value, final.value, note=why)
 
-    def _discarded(self, instance_id: str, reason: TurnReason) -> TurnOutcome:
+    def _discarded(
+        self, instance_id: str, reason: TurnReason, session: Session | None = None
+    ) -> TurnOutcome:
+        """The outcome of a turn whose instance changed; inside a transaction, pass its
+        session (a second transaction would wait forever for SQLite's write lock)."""
         log.info("instance %s: changed during the turn; its result was discarded", instance_id)
-        with self.relay.store.transaction() as session:
-            state = session.scalar(select(Instance.state).where(Instance.id == instance_id))
+        query = select(Instance.state).where(Instance.id == instance_id)
+        if session is not None:
+            state = session.scalar(query)
+        else:
+            with self.relay.store.transaction() as own:
+                state = own.scalar(query)
         return TurnOutcome(
             instance_id,
             reason.value,
@@ -314,24 +456,39 @@ class TurnRunner:
         )
 
 
-def _advance(session: Session, instance: Instance, plan: TurnPlan, now: datetime) -> State:
-    """Move the instance to where the turn ends: always somewhere live or terminal."""
+def _advance(
+    session: Session,
+    instance: Instance,
+    plan: TurnPlan,
+    now: datetime,
+    *,
+    replied: bool,
+    replies_waiting: bool | None = None,
+) -> State:
+    """Move the instance to where the turn ends: always somewhere live or terminal.
+
+    ``replied``: the turn answered inbound messages. In a follow-up turn that means
+    the contact wrote after the heartbeat fired: the silence being counted is over,
+    so the count starts again (as a reply in WAITING_FOR_REPLY resets it).
+    ``replies_waiting``: see :func:`transitions.apply_event`.
+    """
     state = State(instance.state)
 
     def go(event: Event, reason: str | None = None) -> State:
         return transitions.apply_event(
-            session, instance, event, now=now, actor=AGENT, reason=reason
+            session,
+            instance,
+            event,
+            now=now,
+            actor=AGENT,
+            reason=reason,
+            replies_waiting=replies_waiting,
         )
 
     if plan.intervention_reason:
         return go(Event.REQUEST_INTERVENTION, plan.intervention_reason)
     if state is State.HEARTBEAT_SCHEDULED:
-        if plan.end_reason:
-            return go(Event.END_CONVERSATION, plan.end_reason)
-        if plan.messages:
-            instance.follow_up_count += 1
-            return go(Event.FOLLOWUP_SENT, f"follow-up {instance.follow_up_count}")
-        return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
+        return _after_follow_up(instance, plan, go, replied=replied)
     if state is State.CREATED:
         go(Event.AGENT_SENDS_FIRST_MESSAGE)
     elif state is State.WAITING_FOR_AGENT:
@@ -342,6 +499,21 @@ def _advance(session: Session, instance: Instance, plan: TurnPlan, now: datetime
         return go(Event.END_CONVERSATION, plan.end_reason)
     if plan.messages:
         return go(Event.MESSAGE_SENT)
+    return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
+
+
+def _after_follow_up(
+    instance: Instance, plan: TurnPlan, go: Callable[..., State], *, replied: bool
+) -> State:
+    if plan.end_reason:
+        return go(Event.END_CONVERSATION, plan.end_reason)
+    if replied:
+        instance.follow_up_count = 0
+        if plan.messages:
+            return go(Event.FOLLOWUP_SENT, "answered a reply that came before the follow-up")
+    elif plan.messages:
+        instance.follow_up_count += 1
+        return go(Event.FOLLOWUP_SENT, f"follow-up {instance.follow_up_count}")
     return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
 
 
@@ -363,15 +535,30 @@ def _scope_id(instance: Instance, scope: Scope) -> str:
     return instance.id
 
 
-def _load_state(session: Session, instance: Instance) -> dict[str, Any]:
-    pairs = [(s.value, _scope_id(instance, s)) for s in (Scope.APP, Scope.CONTACT, Scope.INSTANCE)]
-    state: dict[str, Any] = {}
-    for scope, scope_id in pairs:
-        for entry in session.scalars(
-            select(StateEntry).where(StateEntry.scope == scope, StateEntry.scope_id == scope_id)
-        ):
-            state[entry.key] = entry.value
-    return state
+def _load_states(session: Session, instances: list[Instance]) -> dict[str, dict[str, Any]]:
+    """Each instance's scoped state in one query: app keys, overridden by the
+    contact's, overridden by the instance's own."""
+    contacts = {_scope_id(i, Scope.CONTACT) for i in instances}
+    owns = {_scope_id(i, Scope.INSTANCE) for i in instances}
+    entries = session.scalars(
+        select(StateEntry).where(
+            or_(
+                StateEntry.scope == Scope.APP.value,
+                (StateEntry.scope == Scope.CONTACT.value) & StateEntry.scope_id.in_(contacts),
+                (StateEntry.scope == Scope.INSTANCE.value) & StateEntry.scope_id.in_(owns),
+            )
+        )
+    ).all()
+    scoped: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in entries:
+        scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
+    states = {}
+    for instance in instances:
+        state: dict[str, Any] = {}
+        for scope in (Scope.APP, Scope.CONTACT, Scope.INSTANCE):
+            state.update(scoped.get((scope.value, _scope_id(instance, scope)), {}))
+        states[instance.id] = state
+    return states
 
 
 def _store_state(session: Session, instance: Instance, key: str, value: Any, now: datetime) -> None:

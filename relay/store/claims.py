@@ -72,6 +72,29 @@ def lock_instance(session: Session, instance_id: str) -> Instance | None:
     return session.scalar(select(Instance).where(Instance.id == instance_id).with_for_update())
 
 
+def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, Instance]:
+    """Lock several instances, in id order (two lockers never wait on each other in a circle)."""
+    query = (
+        select(Instance)
+        .where(Instance.id.in_(instance_ids))
+        .order_by(Instance.id)
+        .with_for_update()
+    )
+    return {instance.id: instance for instance in session.scalars(query)}
+
+
+def lock_message(session: Session, message_id: int) -> Message | None:
+    return session.scalar(select(Message).where(Message.id == message_id).with_for_update())
+
+
+def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message]:
+    """Lock several outbox rows, in id order."""
+    query = (
+        select(Message).where(Message.id.in_(message_ids)).order_by(Message.id).with_for_update()
+    )
+    return {message.id: message for message in session.scalars(query)}
+
+
 def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance]:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked."""
     query = (
@@ -126,12 +149,16 @@ def claim_outbox(
 
 
 def sent_since(session: Session, channel: str, since: datetime) -> tuple[int, datetime | None]:
-    """Deliveries on ``channel`` since ``since``, and the oldest of them (for rate limits)."""
+    """Deliveries on ``channel`` after ``since``, and the oldest of them (for rate limits).
+
+    The window is half-open: a message sent exactly one period ago no longer
+    counts, so a delivery held until "oldest + period" fits at that instant.
+    """
     count, oldest = session.execute(
         select(func.count(), func.min(Message.sent_at)).where(
             Message.channel == channel,
             Message.status == MessageStatus.SENT.value,
-            Message.sent_at >= since,
+            Message.sent_at > since,
         )
     ).one()
     return int(count or 0), oldest
@@ -153,11 +180,40 @@ def next_due(session: Session, now: datetime) -> datetime | None:
         session.scalar(
             select(func.min(Instance.paused_until)).where(Instance.state == State.PAUSED.value)
         ),
+        # Turns not leased (or whose lease ran out), including first messages
+        # held for the sending window (due at ``not_before``).
         session.scalar(
             select(func.min(func.coalesce(Instance.not_before, Instance.updated_at))).where(
-                *_turn_due(now)
+                Instance.state.in_(TURN_STATES),
+                or_(Instance.lease_expires_at.is_(None), Instance.lease_expires_at <= now),
             )
         ),
     ]
     found = [c for c in candidates if c is not None]
     return min(found) if found else None
+
+
+def count_due(session: Session, now: datetime, *, due_by: datetime | None = None) -> int:
+    """How much work a pulse at ``now`` would find: turns, heartbeats, snoozes and
+    deliveries. With ``due_by``, only what was already due by then (overdue work)."""
+    cutoff = now if due_by is None else due_by
+    counts = [
+        select(func.count())
+        .select_from(Instance)
+        .where(*_turn_due(now), func.coalesce(Instance.not_before, Instance.updated_at) <= cutoff),
+        select(func.count())
+        .select_from(Instance)
+        .where(
+            Instance.state == State.WAITING_FOR_REPLY.value, Instance.next_heartbeat_at <= cutoff
+        ),
+        select(func.count())
+        .select_from(Instance)
+        .where(Instance.state == State.PAUSED.value, Instance.paused_until <= cutoff),
+        select(func.count())
+        .select_from(Message)
+        .where(
+            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+            Message.next_attempt_at <= cutoff,
+        ),
+    ]
+    return sum(int(session.scalar(query) or 0) for query in counts)

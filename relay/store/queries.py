@@ -119,6 +119,55 @@ def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]
     ).all()
 
 
+# -- the same reads for a batch of instances (one query each, not one per instance) ----------
+
+
+def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Todo]]:
+    found: dict[str, list[Todo]] = {i: [] for i in instance_ids}
+    for todo in session.scalars(
+        select(Todo).where(Todo.instance_id.in_(instance_ids)).order_by(Todo.position)
+    ):
+        found[todo.instance_id].append(todo)
+    return found
+
+
+def transcripts_for(
+    session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
+) -> dict[str, list[Message]]:
+    """:func:`transcript_of` with ``limit`` for several instances at once."""
+    from sqlalchemy.orm import aliased
+
+    query = select(
+        Message,
+        func.row_number()
+        .over(partition_by=Message.instance_id, order_by=Message.id.desc())
+        .label("recent"),
+    ).where(Message.instance_id.in_(instance_ids))
+    if said_only:
+        query = query.where(Message.status.not_in(UNDELIVERABLE))
+    ranked = query.subquery()
+    message = aliased(Message, ranked)
+    found: dict[str, list[Message]] = {i: [] for i in instance_ids}
+    for row in session.scalars(
+        select(message).where(ranked.c.recent <= limit).order_by(ranked.c.id)
+    ):
+        found[row.instance_id or ""].append(row)
+    return found
+
+
+def unprocessed_inbound_for(
+    session: Session, instance_ids: Sequence[str]
+) -> dict[str, list[Message]]:
+    found: dict[str, list[Message]] = {i: [] for i in instance_ids}
+    for message in session.scalars(
+        select(Message)
+        .where(Message.instance_id.in_(instance_ids), Message.status == "received")
+        .order_by(Message.id)
+    ):
+        found[message.instance_id or ""].append(message)
+    return found
+
+
 def count_by(session: Session, column: object, *where: object) -> dict[str, int]:
     rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
     return {str(key): int(count) for key, count in rows}

@@ -66,6 +66,7 @@ def test_a_third_party_channel_registers_through_an_entry_point(monkeypatch):
 
     monkeypatch.setattr(metadata, "entry_points", entry_points)
     monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    monkeypatch.setattr(base, "_entry_points_loaded", False)
 
     channel = make_channel("loft", {"type": "pigeon", "range": "3km"})
 

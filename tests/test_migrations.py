@@ -1,0 +1,233 @@
+"""Migrations: upgrade and downgrade on both databases, schema equals the models,
+the revision check, ``relay db``, and read commands that never import alembic."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, text
+
+from relay.core.errors import SchemaOutOfDate
+from relay.store import migrate
+from relay.store.database import HEAD_REVISION, Store, make_engine
+from relay.store.models import Base
+
+TABLES = {"contacts", "instances", "todos", "messages", "transitions", "state_entries", "daemons"}
+
+
+@pytest.fixture
+def empty_store(empty_db_url: str) -> Any:
+    store = Store(make_engine(empty_db_url))
+    yield store
+    store.dispose()
+
+
+def _tables(store: Store) -> set[str]:
+    with store.engine.connect() as conn:
+        return set(inspect(conn).get_table_names()) - {"alembic_version"}
+
+
+def test_upgrade_an_empty_database_to_head_and_back_to_base(empty_store: Store) -> None:
+    assert empty_store.revision() is None
+    migrate.upgrade(empty_store)
+    assert empty_store.revision() == HEAD_REVISION
+    assert _tables(empty_store) >= TABLES
+    empty_store.check_schema()
+
+    migrate.downgrade(empty_store, "base")
+    assert empty_store.revision() is None
+    assert _tables(empty_store) == set()
+    with pytest.raises(SchemaOutOfDate):
+        empty_store.check_schema()
+
+    migrate.upgrade(empty_store)  # and up again: downgrade left nothing behind
+    assert empty_store.revision() == HEAD_REVISION
+
+
+def test_every_revision_upgrades_and_downgrades_step_by_step(empty_store: Store) -> None:
+    script = ScriptDirectory.from_config(migrate.alembic_config(empty_store))
+    revisions = [r.revision for r in reversed(list(script.walk_revisions()))]
+    assert revisions, "no revisions found"
+    for revision in revisions:
+        migrate.upgrade(empty_store, revision)
+        assert empty_store.revision() == revision
+    for revision in reversed(revisions):
+        migrate.downgrade(empty_store, revision)
+        assert empty_store.revision() == revision
+        migrate.downgrade(empty_store, "-1")
+    assert empty_store.revision() is None
+
+
+def test_the_migrated_schema_equals_the_models(empty_store: Store) -> None:
+    migrate.upgrade(empty_store)
+    with empty_store.engine.connect() as conn:
+        context = MigrationContext.configure(conn, opts={"compare_type": True})
+        diffs = compare_metadata(context, Base.metadata)
+    assert diffs == []
+
+
+def test_head_revision_constant_is_the_alembic_head(empty_store: Store) -> None:
+    script = ScriptDirectory.from_config(migrate.alembic_config(empty_store))
+    assert script.get_heads() == [HEAD_REVISION]
+    assert migrate.head_revision(empty_store) == HEAD_REVISION
+
+
+def test_the_unique_slot_index_exists_after_migration(empty_store: Store) -> None:
+    migrate.upgrade(empty_store)
+    with empty_store.engine.connect() as conn:
+        indexes = {i["name"]: i for i in inspect(conn).get_indexes("instances")}
+    assert indexes["uq_instances_contact_slot"]["unique"]
+    assert indexes["uq_instances_contact_slot"]["column_names"] == ["contact_slot"]
+
+
+# -- refusing a database behind head --------------------------------------------------------
+
+
+def test_an_unmigrated_database_is_refused_by_the_api(empty_db_url: str) -> None:
+    from relay.config import load_config
+    from relay.engine.service import Relay
+
+    with pytest.raises(SchemaOutOfDate, match=r"run `relay db upgrade`"):
+        Relay.open(load_config(overrides={"database.url": empty_db_url}))
+
+
+def test_a_database_stamped_behind_head_is_refused_by_the_cli(db_url: str, cli: Any) -> None:
+    store = Store(make_engine(db_url))
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = '0000'"))
+    finally:
+        store.dispose()
+    for args in (["list"], ["status", "--json"], ["start", "+15551230001", "-o", "o", "-t", "t"]):
+        result = cli(*args)
+        assert result.exit_code == 2, result
+        assert "run `relay db upgrade`" in result.stderr
+        assert "0000" in result.stderr
+        assert result.stderr.count("\n") == 1, result
+        assert "Traceback" not in result.stderr
+
+
+def test_an_empty_database_is_refused_by_the_cli(empty_db_url: str, run_cli: Any) -> None:
+    result = run_cli("list", env={"RELAY_DATABASE_URL": empty_db_url})
+    assert result.exit_code == 2, result
+    assert "run `relay db upgrade`" in result.stderr
+
+
+def test_the_default_database_is_created_and_migrated_on_first_use(run_cli: Any) -> None:
+    from pathlib import Path
+
+    result = run_cli("list", "--json")
+    assert result.exit_code == 0, result
+    assert result.json() == []
+    path = Path(".relay") / "relay.db"
+    assert path.is_file()
+    store = Store(make_engine(f"sqlite:///{path}"))
+    try:
+        assert store.revision() == HEAD_REVISION
+    finally:
+        store.dispose()
+
+
+# -- relay db ---------------------------------------------------------------------------------
+
+
+def test_relay_db_current_and_upgrade(empty_db_url: str, run_cli: Any) -> None:
+    env = {"RELAY_DATABASE_URL": empty_db_url}
+    result = run_cli("db", "current", env=env)
+    assert result.exit_code == 0, result
+    assert "current: none" in result.stdout and "run `relay db upgrade`" in result.stdout
+    assert run_cli("db", "current", "--json", env=env).json() == {
+        "current": None,
+        "head": HEAD_REVISION,
+        "up_to_date": False,
+    }
+
+    result = run_cli("db", "upgrade", env=env)
+    assert result.exit_code == 0, result
+    assert f"upgraded database from empty to {HEAD_REVISION}" in result.stdout
+    result = run_cli("db", "upgrade", env=env)
+    assert "nothing to do" in result.stdout
+
+    assert run_cli("db", "current", "--json", env=env).json() == {
+        "current": HEAD_REVISION,
+        "head": HEAD_REVISION,
+        "up_to_date": True,
+    }
+    assert "up to date" in run_cli("db", "current", env=env).stdout
+    assert run_cli("list", "--json", env=env).json() == []
+
+
+def test_relay_db_downgrade_needs_confirmation(db_url: str, cli: Any) -> None:
+    result = cli("db", "downgrade", "base")
+    assert result.exit_code == 2, result
+    assert "--yes" in result.stderr
+    result = cli("db", "downgrade", "base", "--yes")
+    assert result.exit_code == 0, result
+    assert cli("db", "current", "--json").json()["current"] is None
+
+
+# -- read commands stay light ------------------------------------------------------------------
+
+_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from relay.cli.main import app
+
+    def run(*args):
+        try:
+            app(args=list(args), prog_name="relay")
+        except SystemExit as exit:
+            return exit.code
+        return 0
+
+    def alembic_loaded():
+        return any(m == "alembic" or m.startswith("alembic.") for m in sys.modules)
+
+    report = {"codes": []}
+    instance_id = sys.argv[1]
+    for args in (
+        ["list"], ["list", "--json"], ["show", instance_id], ["show", instance_id, "--json"],
+        ["transcript", instance_id], ["history", instance_id, "--json"],
+        ["status"], ["status", "--json"], ["db", "current"], ["config", "show"],
+    ):
+        report["codes"].append(run(*args))
+    report["read_loaded_alembic"] = alembic_loaded()
+    report["upgrade_code"] = run("db", "upgrade")
+    report["upgrade_loaded_alembic"] = alembic_loaded()
+    sys.stderr.write("PROBE " + json.dumps(report) + "\\n")
+    """
+)
+
+
+def test_read_commands_do_not_import_alembic(db_url: str, relay_api: Any) -> None:
+    view = relay_api.start("+15551230001", "Confirm", ["Ask"])
+    relay_api.store.dispose()
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, view.id],
+        env={**_env_without_relay(), "RELAY_DATABASE_URL": db_url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = [line for line in result.stderr.splitlines() if line.startswith("PROBE ")]
+    assert lines, result.stderr
+    report = json.loads(lines[-1][len("PROBE ") :])
+    assert report["codes"] == [0] * len(report["codes"]), result.stderr
+    assert report["read_loaded_alembic"] is False
+    # the probe can see alembic when it is loaded
+    assert report["upgrade_code"] == 0
+    assert report["upgrade_loaded_alembic"] is True
+
+
+def _env_without_relay() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
