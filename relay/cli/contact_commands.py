@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from relay.cli import render
 from relay.cli.main import JsonOption, state
-from relay.engine.views import ContactView
+
+if TYPE_CHECKING:
+    from relay.engine.views import ContactView
 
 contact_app = typer.Typer(help="Inspect contacts and manage opt-outs.", no_args_is_help=True)
 

@@ -4,14 +4,16 @@ resume, cancel, send, receive, status."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from relay.cli import render
 from relay.cli.main import JsonOption, state
 from relay.core.durations import format_duration
-from relay.engine.views import InstanceView, MessageView, StatusView
+
+if TYPE_CHECKING:
+    from relay.engine.views import InstanceView, MessageView, StatusView
 
 
 def _followups(view: InstanceView) -> str:
