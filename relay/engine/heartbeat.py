@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from sqlalchemy.orm import Session
+
 from relay.core.clock import isoformat
+from relay.core.errors import InvalidInput
 from relay.core.states import Event
 from relay.engine import policy, transitions
 from relay.store import claims
+from relay.store.models import Instance
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -40,28 +45,23 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
     Rows are locked and re-checked by the claim query itself, so a heartbeat
     for an instance that meanwhile got a reply, was paused or ended is not
     seen at all. A follow-up due outside the contact's sending window waits
-    for it to open; abandoning sends nothing, so it never waits.
+    for it to open; abandoning sends nothing, so it never waits. An instance
+    whose window cannot be worked out (a time zone or window that is no longer
+    valid) goes to a person instead of failing the whole batch every pulse.
     """
     report = HeartbeatReport()
     with relay.store.transaction() as session:
         now = relay.now()
         for instance in claims.due_heartbeats(session, now, limit):
             if instance.follow_up_count >= instance.max_followups:
-                transitions.apply_event(
-                    session, instance, Event.HEARTBEAT_FIRES, now=now, actor=ACTOR
-                )
-                transitions.apply_event(
-                    session,
-                    instance,
-                    Event.MAX_FOLLOWUPS_EXCEEDED,
-                    now=now,
-                    actor=ACTOR,
-                    reason=f"no reply after {instance.follow_up_count} follow-up(s)",
-                )
+                _abandon(session, instance, now)
                 report.abandoned += 1
-                log.info("instance %s abandoned", instance.id)
                 continue
-            opens = policy.next_window_open(session, instance, relay.config, now)
+            try:
+                opens = policy.next_window_open(session, instance, relay.config, now)
+            except InvalidInput as exc:
+                _stuck(session, instance, now, exc.message)
+                continue
             if opens > now:
                 instance.next_heartbeat_at = opens
                 report.deferred += 1
@@ -81,6 +81,31 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
             )
             report.fired += 1
     return report
+
+
+def _abandon(session: Session, instance: Instance, now: datetime) -> None:
+    transitions.apply_event(session, instance, Event.HEARTBEAT_FIRES, now=now, actor=ACTOR)
+    transitions.apply_event(
+        session,
+        instance,
+        Event.MAX_FOLLOWUPS_EXCEEDED,
+        now=now,
+        actor=ACTOR,
+        reason=f"no reply after {instance.follow_up_count} follow-up(s)",
+    )
+    log.info("instance %s abandoned", instance.id)
+
+
+def _stuck(session: Session, instance: Instance, now: datetime, why: str) -> None:
+    log.error("instance %s: cannot send its follow-up: %s", instance.id, why)
+    transitions.apply_event(
+        session,
+        instance,
+        Event.REQUEST_INTERVENTION,
+        now=now,
+        actor=ACTOR,
+        reason=f"cannot work out the sending window for the follow-up: {why}",
+    )
 
 
 def resume_snoozed(relay: Relay, limit: int) -> int:

@@ -100,6 +100,9 @@ class Dispatcher:
         base = parse_duration(str(self.relay.config.get("outbox.backoff") or "30s"))
         self.backoff = base
         self.max_attempts = max(1, int(self.relay.config.get("outbox.max_attempts") or 5))
+        # How many deliveries go in the next group: learnt from how fast the
+        # channels were, and kept from one call to the next.
+        self.group_size = 1
 
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
@@ -115,14 +118,14 @@ class Dispatcher:
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
         # and drop back to one message when it is slow.
-        size, position = 1, 0
+        position = 0
         while position < len(ready):
-            group = ready[position : position + size]
+            group = ready[position : position + self.group_size]
             position += len(group)
             started = time.monotonic()
             self._send_group(group, claimed, report)
             quick = time.monotonic() - started < BATCH_SECONDS
-            size = min(DELIVERY_BATCH, size * 4) if quick else 1
+            self.group_size = min(DELIVERY_BATCH, self.group_size * 4) if quick else 1
         return report
 
     def _send_group(

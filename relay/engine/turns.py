@@ -88,6 +88,9 @@ class TurnRunner:
     relay: Relay
     owner: str
     _agents: dict[str, Agent] = field(default_factory=dict)
+    # How many turns go in the next batch: learnt from how fast the agents were,
+    # and kept from one call to the next.
+    batch_size: int = 1
 
     @property
     def lease(self) -> timedelta:
@@ -115,20 +118,20 @@ class TurnRunner:
         """
         claimed = self.claim(limit)
         outcomes: list[TurnOutcome] = []
-        size, position = 1, 0
+        position = 0
         while position < len(claimed):
             if should_stop():
                 self.release(claimed[position:])
                 break
-            chunk = claimed[position : position + size]
+            chunk = claimed[position : position + self.batch_size]
             started = time.monotonic()
             done = self.run_batch(chunk, should_stop=should_stop)
+            quick = time.monotonic() - started < BATCH_SECONDS
+            self.batch_size = min(TURN_BATCH, self.batch_size * 4) if quick else 1
             outcomes.extend(done)
             position += len(done)
             if after_batch is not None:
                 after_batch()
-            quick = time.monotonic() - started < BATCH_SECONDS
-            size = min(TURN_BATCH, size * 4) if quick else 1
         return outcomes
 
     def run_batch(

@@ -1,0 +1,183 @@
+"""Shared set-up for the benchmarks under ``bench/``: a throwaway store, seeded instances.
+
+Not a test helper and not part of relay: the benchmarks import it by path
+(``python bench/pulse_throughput.py`` puts ``bench/`` on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import secrets
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from relay.config import load_config
+from relay.engine.pulse import Pulse
+from relay.engine.service import Relay
+from relay.store.database import Store, make_engine
+from relay.store.migrate import upgrade
+from relay.testing import FakeClock
+
+
+@dataclass
+class Bench:
+    """A migrated database of its own, a working folder, and the URL to reach it."""
+
+    url: str
+    folder: Path
+
+    @property
+    def console_file(self) -> Path:
+        return self.folder / "console.jsonl"
+
+    def overrides(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "database.url": self.url,
+            "channels.console.file": str(self.console_file),
+            "channels.console.echo": False,
+            **extra,
+        }
+
+    def relay(self, clock: Any = None, **extra: Any) -> Relay:
+        config = load_config(overrides=self.overrides(**extra))
+        return Relay(Store(make_engine(self.url)), config, clock)
+
+    def write_config(self, **extra: Any) -> Path:
+        """A relay.toml for a daemon subprocess, equivalent to :meth:`overrides`."""
+        path = self.folder / "relay.toml"
+        lines = [
+            "[database]",
+            f'url = "{self.url}"',
+            "[channels.console]",
+            f'file = "{self.console_file}"',
+            "echo = false",
+        ]
+        sections: dict[str, list[str]] = {}
+        for key, value in extra.items():
+            section, name = key.rsplit(".", 1)
+            sections.setdefault(section, []).append(f"{name} = {_toml(value)}")
+        for section, entries in sections.items():
+            lines += [f"[{section}]", *entries]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return f'"{value}"'
+
+
+@contextmanager
+def throwaway_store(url: str | None) -> Iterator[Bench]:
+    """A fresh migrated database: a temporary SQLite file, or (for a PostgreSQL
+    URL) a new database on that server, dropped afterwards."""
+    with tempfile.TemporaryDirectory(prefix="relay-bench-") as raw:
+        folder = Path(raw)
+        if not url or url.startswith("sqlite"):
+            target = f"sqlite:///{folder / 'relay.db'}"
+            _migrate(target)
+            yield Bench(target, folder)
+            return
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        server = make_url(url).set(drivername="postgresql")
+        admin = server.render_as_string(hide_password=False)
+        name = f"relay_bench_{secrets.token_hex(4)}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        target = server.set(database=name).render_as_string(hide_password=False)
+        try:
+            _migrate(target)
+            yield Bench(target, folder)
+        finally:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _migrate(url: str) -> None:
+    store = Store(make_engine(url))
+    try:
+        upgrade(store)
+    finally:
+        store.dispose()
+
+
+def seed_waiting(
+    relay: Relay, count: int, *, heartbeat: str = "1h", max_followups: int = 50
+) -> list[str]:
+    """``count`` instances through the real API and a real first turn: each ends in
+    WAITING_FOR_REPLY with its first message delivered and a heartbeat pending."""
+    ids = [
+        relay.start(
+            f"+1555{index:07d}",
+            "Confirm the delivery date",
+            ["Which day suits you?"],
+            heartbeat=heartbeat,
+            max_followups=max_followups,
+        ).id
+        for index in range(count)
+    ]
+    pulse = Pulse(relay, owner="bench-seed")
+    while not pulse.run().idle:
+        pass
+    analyze(relay)
+    return ids
+
+
+def analyze(relay: Relay) -> None:
+    """Give the query planner statistics, as a database in service has (PostgreSQL's
+    autovacuum would collect them soon; without them a fresh database is scanned)."""
+    from sqlalchemy import text
+
+    with relay.store.engine.connect() as conn:
+        conn.execute(text("ANALYZE"))
+        conn.commit()
+
+
+def fake_clock_at_now() -> FakeClock:
+    return FakeClock(datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1))
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile (p99 of 1,000 values is the 990th smallest)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def machine() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{platform.python_implementation()} {platform.python_version()} on "
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {load:.2f}"
+    )
+
+
+def wait_for(check: Any, timeout: float, every: float = 0.1) -> Any:
+    """Poll ``check()`` until it returns something truthy, or raise after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up after {timeout}s")
+        time.sleep(every)
