@@ -50,7 +50,7 @@ def record_inbound(
     channel: str | None = None,
 ) -> Message:
     """Store one inbound message and apply what it means."""
-    holder = queries.slot_holder(session, person.id)
+    holder = queries.slot_holder(session, person.id, lock=True)
     message = Message(
         instance_id=holder.id if holder else None,
         contact_id=person.id,

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("relay.turns")
 
 AGENT = "agent"
+NOTES_KEY = "relay:last_turn_notes"
 MAX_TURN_ATTEMPTS = 5
 #: At most this many turns share one context read and one commit transaction.
 TURN_BATCH = 100
@@ -376,6 +377,10 @@ class TurnRunner:
         )
         for note in plan.notes:
             log.info("instance %s: %s", instance_id, note)
+        if plan.notes:
+            # The agent's next turn sees what relay could not do (place_call) in
+            # its state, so it does not assume the call happened.
+            _store_state(session, instance, NOTES_KEY, list(plan.notes), now)
         return TurnOutcome(
             instance_id,
             context.reason.value,

@@ -49,8 +49,14 @@ def contact_by_address(session: Session, address: str) -> Contact | None:
     return session.scalar(select(Contact).where(Contact.address == address))
 
 
-def slot_holder(session: Session, contact_id: int) -> Instance | None:
-    return session.scalar(select(Instance).where(Instance.contact_slot == contact_id))
+def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Instance | None:
+    """The instance holding the contact's slot; ``lock`` takes its row lock and
+    re-reads it, so a decision based on its state cannot race a concurrent event
+    (a heartbeat firing while a reply arrives)."""
+    query = select(Instance).where(Instance.contact_slot == contact_id)
+    if lock:
+        query = query.with_for_update().execution_options(populate_existing=True)
+    return session.scalar(query)
 
 
 def oldest_queued(session: Session, contact_id: int) -> Instance | None:

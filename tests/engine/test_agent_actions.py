@@ -235,6 +235,13 @@ def test_place_call_is_answered_as_not_available_and_logged(
         "place_call is not available" in r.getMessage() and iid in r.getMessage()
         for r in caplog.records
     )
+    # The next turn is told, through its state, that no call was placed.
+    script_agent.then([A.send_message("Sorry, I could not call")])
+    engine.relay.receive(PHONE, "call me?")
+    engine.tick()
+    assert script_agent.contexts[-1].state["relay:last_turn_notes"] == [
+        "place_call is not available yet; no call was placed"
+    ]
 
 
 def test_ending_without_a_message_completes(engine: Engine, script_agent: ScriptAgent) -> None:
