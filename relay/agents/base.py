@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
+from relay.core.registry import Registry
 from relay.core.turns import Action, TurnContext
 
 
@@ -69,50 +70,19 @@ class Agent(Protocol):
 
 
 # name -> factory(settings) where settings is the [agent.NAME] section plus
-# the [agent] keys (timeout, ...). Built-ins register below; third-party
-# packages register through the ``relay.agents`` entry-point group.
+# the [agent] keys (timeout, ...). Built-ins register in relay.agents.builtin;
+# third-party packages register through the ``relay.agents`` entry-point group.
 AgentFactory = Callable[[Mapping[str, Any]], Agent]
-_REGISTRY: dict[str, AgentFactory] = {}
+AGENTS: Registry[AgentFactory] = Registry("relay.agents", "relay.agents.builtin", "agent")
 
 
 def register_agent(name: str, factory: AgentFactory) -> None:
-    _REGISTRY[name] = factory
-
-
-_entry_points_loaded = False
-
-
-def _load_entry_points() -> None:
-    """Load third-party backends once per process (the lookup costs ~15 ms)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for entry in entry_points(group="relay.agents"):
-        if entry.name not in _REGISTRY:
-            _REGISTRY[entry.name] = entry.load()
+    AGENTS.register(name, factory)
 
 
 def agent_names() -> list[str]:
-    _builtins()
-    _load_entry_points()
-    return sorted(_REGISTRY)
+    return AGENTS.names()
 
 
 def make_agent(name: str, settings: Mapping[str, Any]) -> Agent:
-    _builtins()
-    if name not in _REGISTRY:
-        _load_entry_points()
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown agent {name!r} (known: {', '.join(agent_names())})")
-    return factory(settings)
-
-
-def _builtins() -> None:
-    """Import the built-in backends so they register (lazily: httpx only when needed)."""
-    if "scripted" in _REGISTRY:
-        return
-    from relay.agents import builtin  # noqa: F401
+    return AGENTS.get(name)(settings)

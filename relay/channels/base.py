@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
+from relay.core.registry import Registry
 
 
 class ChannelError(RelayError):
@@ -108,33 +109,17 @@ def secret_from_env(name: str, variable: str) -> str:
 
 
 ChannelFactory = Callable[[str, Mapping[str, Any]], Channel]
-_REGISTRY: dict[str, ChannelFactory] = {}
+CHANNELS: Registry[ChannelFactory] = Registry(
+    "relay.channels", "relay.channels.builtin", "channel type"
+)
 
 
 def register_channel(kind: str, factory: ChannelFactory) -> None:
-    _REGISTRY[kind] = factory
-
-
-_entry_points_loaded = False
-
-
-def _load_entry_points() -> None:
-    """Load third-party backends once per process (the lookup costs ~15 ms)."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    from importlib.metadata import entry_points
-
-    for entry in entry_points(group="relay.channels"):
-        if entry.name not in _REGISTRY:
-            _REGISTRY[entry.name] = entry.load()
+    CHANNELS.register(kind, factory)
 
 
 def channel_kinds() -> list[str]:
-    _builtins()
-    _load_entry_points()
-    return sorted(_REGISTRY)
+    return CHANNELS.names()
 
 
 def make_channel(name: str, settings: Mapping[str, Any]) -> Channel:
@@ -144,17 +129,4 @@ def make_channel(name: str, settings: Mapping[str, Any]) -> Channel:
     so ``[channels.console]`` needs no ``type`` while ``[channels.sales-mail]``
     says ``type = "email"``.
     """
-    _builtins()
-    kind = str(settings.get("type") or name)
-    if kind not in _REGISTRY:
-        _load_entry_points()
-    factory = _REGISTRY.get(kind)
-    if factory is None:
-        raise ConfigError(f"unknown channel type {kind!r} (known: {', '.join(channel_kinds())})")
-    return factory(name, settings)
-
-
-def _builtins() -> None:
-    if "console" in _REGISTRY:
-        return
-    from relay.channels import builtin  # noqa: F401
+    return CHANNELS.get(str(settings.get("type") or name))(name, settings)

@@ -35,8 +35,9 @@ def test_the_scripted_agent_does_not_import_httpx():
 
 
 def test_a_third_party_agent_registers_through_an_entry_point(monkeypatch, make_context):
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_entry_points_loaded", False)
+    registry = base.AGENTS if "agents" in base.__name__ else base.CHANNELS
+    monkeypatch.setattr(registry, "_factories", dict(registry._factories))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
     entry = EntryPoint("acme", "relay.agents.scripted:ScriptedAgent.from_settings", "relay.agents")
     monkeypatch.setattr(
         "importlib.metadata.entry_points",

@@ -65,8 +65,9 @@ def test_a_third_party_channel_registers_through_an_entry_point(monkeypatch):
         return real(**params)
 
     monkeypatch.setattr(metadata, "entry_points", entry_points)
-    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
-    monkeypatch.setattr(base, "_entry_points_loaded", False)
+    registry = base.AGENTS if "agents" in base.__name__ else base.CHANNELS
+    monkeypatch.setattr(registry, "_factories", dict(registry._factories))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
 
     channel = make_channel("loft", {"type": "pigeon", "range": "3km"})
 

@@ -58,4 +58,4 @@ def register_agent() -> Iterator[Callable[[str, Any], None]]:
 
     yield register
     for name in added:
-        agents_base._REGISTRY.pop(name, None)
+        agents_base.AGENTS.unregister(name)

@@ -110,7 +110,7 @@ def flaky() -> Iterator[FlakyChannel]:
     channel = FlakyChannel()
     channels_base.register_channel("flaky", lambda name, settings: channel)
     yield channel
-    channels_base._REGISTRY.pop("flaky", None)
+    channels_base.CHANNELS.unregister("flaky")
 
 
 def test_a_delivery_waiting_for_a_retry(

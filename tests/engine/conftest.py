@@ -96,7 +96,7 @@ def register_channel() -> Iterator[Callable[[str, Any], None]]:
 
     yield register
     for kind in added:
-        channels_base._REGISTRY.pop(kind, None)
+        channels_base.CHANNELS.unregister(kind)
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def script_agent() -> Iterator[ScriptAgent]:
     agent = ScriptAgent()
     agents_base.register_agent("script", lambda settings: agent)
     yield agent
-    agents_base._REGISTRY.pop("script", None)
+    agents_base.AGENTS.unregister("script")
 
 
 @pytest.fixture
