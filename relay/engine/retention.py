@@ -6,6 +6,8 @@
 * When ``retention.transcript_days`` is above zero, the transcripts of
   conversations that ended more than that many days ago are deleted. The
   transition log and the instance row stay, so history and statistics remain.
+* Rows of daemons that stopped (or stopped pulsing) more than
+  ``retention.outbox_days`` ago, so ``relay status`` stays short.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select, update
 
 from relay.core.values import MessageStatus
-from relay.store.models import Instance, Message
+from relay.store.models import Daemon, Instance, Message
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -26,7 +28,7 @@ def prune(relay: Relay) -> dict[str, int]:
     now = relay.now()
     outbox_days = int(relay.config.get("retention.outbox_days") or 0)
     transcript_days = int(relay.config.get("retention.transcript_days") or 0)
-    result = {"outbox_pruned": 0, "transcript_messages_deleted": 0}
+    result = {"outbox_pruned": 0, "transcript_messages_deleted": 0, "daemons_pruned": 0}
     with relay.store.transaction() as session:
         if outbox_days > 0:
             cutoff = now - timedelta(days=outbox_days)
@@ -40,6 +42,8 @@ def prune(relay: Relay) -> dict[str, int]:
                 .values(idempotency_key=None, last_error=None, next_attempt_at=None)
             )
             result["outbox_pruned"] = int(done.rowcount or 0)
+            gone = session.execute(delete(Daemon).where(Daemon.last_pulse_at < cutoff))
+            result["daemons_pruned"] = int(gone.rowcount or 0)
         if transcript_days > 0:
             cutoff = now - timedelta(days=transcript_days)
             ended = select(Instance.id).where(Instance.ended_at < cutoff)

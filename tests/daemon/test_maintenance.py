@@ -23,7 +23,11 @@ def test_old_delivery_bookkeeping_is_cleared_and_the_text_kept(
     recent = start_waiting(relay, OTHER, heartbeat="90d")
     clock.advance(6 * DAY)  # the first message is 31 days old, the second 6
 
-    assert retention.prune(relay) == {"outbox_pruned": 1, "transcript_messages_deleted": 0}
+    assert retention.prune(relay) == {
+        "outbox_pruned": 1,
+        "transcript_messages_deleted": 0,
+        "daemons_pruned": 0,
+    }
     [first] = outbound(relay, old)
     assert first.idempotency_key is None and first.status == "sent" and first.body
     assert outbound(relay, recent)[0].idempotency_key is not None
@@ -53,7 +57,11 @@ def test_retention_off_keeps_everything(make_relay_here: Callable[..., Relay], c
     iid = start_waiting(relay)
     relay.cancel(iid)
     clock.advance(400 * DAY)
-    assert retention.prune(relay) == {"outbox_pruned": 0, "transcript_messages_deleted": 0}
+    assert retention.prune(relay) == {
+        "outbox_pruned": 0,
+        "transcript_messages_deleted": 0,
+        "daemons_pruned": 0,
+    }
     assert outbound(relay, iid)[0].idempotency_key is not None
 
 
@@ -69,3 +77,20 @@ def test_the_maintenance_job_runs_retention(
     caplog.set_level("INFO", logger="relay.daemon")
     DaemonRunner(relay).maintenance_job()
     assert "maintenance: {'outbox_pruned': 1" in caplog.text
+
+
+def test_rows_of_long_gone_daemons_are_pruned(
+    make_relay_here: Callable[..., Relay], clock: Any
+) -> None:
+    from relay.engine.daemon import DaemonRunner
+    from relay.store.models import Daemon
+
+    relay = make_relay_here(**{"retention.outbox_days": 30})
+    gone = DaemonRunner(relay)
+    gone.register()
+    clock.advance(31 * DAY)
+    alive = DaemonRunner(relay)
+    alive.register()
+    assert retention.prune(relay)["daemons_pruned"] == 1
+    with relay.store.transaction() as session:
+        assert [d.id for d in session.query(Daemon)] == [alive.ident]
