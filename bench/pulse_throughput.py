@@ -4,7 +4,7 @@
 FakeClock is moved past them); ``Pulse.run()`` is called until every heartbeat
 has fired and every follow-up is delivered, and that wall time is measured. The
 agent is the scripted one and the channel the console one (writing JSONL with an
-fsync per message), both in-process, as in a default installation.
+fsync per delivery group, ``send_many``), both in-process, as in a default installation.
 
 Each repetition is one more round of follow-ups on the same instances (the clock
 moves another heartbeat interval), so the transcript grows by a message per
@@ -152,7 +152,7 @@ class Stages:
         ("turn commits (batched)", "relay.engine.turns", "TurnRunner", "_commit_many"),
         ("outbox claim + screen", "relay.engine.outbox", "Dispatcher", "_screen"),
         ("outbox confirm before send", "relay.engine.outbox", "Dispatcher", "_confirm"),
-        ("channel send (console, all)", "relay.channels.console", "ConsoleChannel", "_send"),
+        ("channel send (console, all)", "relay.channels.console", "ConsoleChannel", "_send_many"),
         ("  of which os.fsync", "relay.channels.console", "os", "fsync"),
         ("outbox record as sent", "relay.engine.outbox", "Dispatcher", "_sent"),
     ]

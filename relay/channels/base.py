@@ -8,7 +8,7 @@ message id it returns.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -59,6 +59,25 @@ class Channel(Protocol):
     def poll(self) -> list[Inbound]:
         """Return inbound messages that arrived since the last poll (may be empty)."""
         ...
+
+
+class BatchChannel(Channel, Protocol):
+    """A channel that can also deliver several messages in one call (optional).
+
+    ``send_many`` returns one provider id per message, in order, under the same
+    idempotency rules as ``send``; it raises :class:`ChannelError` when it could
+    not deliver them, and a retry of the same keys must not deliver any twice.
+    The dispatcher uses it, when a channel has it, for a group of deliveries it
+    has just confirmed: one fsync or one request per group instead of per message.
+    """
+
+    def send_many(self, messages: Sequence[Outbound]) -> list[str]: ...
+
+
+def batch_sender(channel: Channel) -> Callable[[Sequence[Outbound]], list[str]] | None:
+    """The channel's ``send_many``, or None when it delivers one message at a time."""
+    send_many = getattr(channel, "send_many", None)
+    return send_many if callable(send_many) else None
 
 
 def setting_flag(name: str, settings: Mapping[str, Any], key: str, default: bool) -> bool:

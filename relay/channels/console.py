@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -104,8 +104,17 @@ class ConsoleChannel:
         return self.inbox.with_name(self.inbox.name + ".offset")
 
     def send(self, message: Outbound) -> str:
+        return self.send_many([message])[0]
+
+    def send_many(self, messages: Sequence[Outbound]) -> list[str]:
+        """Append several messages with one write and one fsync under one lock.
+
+        An fsync per message cost more than everything else a delivery does;
+        the dispatcher hands over a group it has just confirmed, and each key
+        is still looked up first, so a retried group writes only what is new.
+        """
         try:
-            return self._send(message)
+            return self._send_many(messages)
         except OSError as exc:  # a full disk or a read-only folder may pass; retry
             raise ChannelError(f"channel {self.name}: cannot write {self.path}: {exc}") from exc
 
@@ -115,22 +124,32 @@ class ConsoleChannel:
         except OSError as exc:
             raise ChannelError(f"channel {self.name}: cannot read {self.inbox}: {exc}") from exc
 
-    def _send(self, message: Outbound) -> str:
+    def _send_many(self, messages: Sequence[Outbound]) -> list[str]:
+        if not messages:
+            return []
         with _locked(self.path, "a+b") as handle:
             partial_tail = self._catch_up(handle)
-            known = self._index.get(message.idempotency_key)
-            if known is not None:
-                return known
-            provider_id = f"console-{uuid.uuid4().hex[:12]}"
-            line = json.dumps(self._record(message, provider_id), ensure_ascii=False) + "\n"
-            # A crash mid-write can leave half a line; start ours on a fresh one.
-            handle.write((b"\n" if partial_tail else b"") + line.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-            self._indexed_bytes = handle.tell()
-            self._index[message.idempotency_key] = provider_id
-        self._echo(message)
-        return provider_id
+            ids, written, lines = [], {}, []
+            for message in messages:
+                key = message.idempotency_key
+                known = self._index.get(key) or written.get(key)
+                if known is None:
+                    known = written[key] = f"console-{uuid.uuid4().hex[:12]}"
+                    lines.append(json.dumps(self._record(message, known), ensure_ascii=False))
+                ids.append(known)
+            if lines:
+                # A crash mid-write can leave half a line; start ours on a fresh one.
+                data = "\n".join(lines) + "\n"
+                handle.write((b"\n" if partial_tail else b"") + data.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+                self._indexed_bytes = handle.tell()
+                # Remembered only once durable: a failed write recorded nothing.
+                self._index.update(written)
+        for message in messages:
+            if written.pop(message.idempotency_key, None) is not None:
+                self._echo(message)
+        return ids
 
     def _poll(self) -> list[Inbound]:
         if not self.inbox.exists():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -50,6 +50,8 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
     valid) goes to a person instead of failing the whole batch every pulse.
     """
     report = HeartbeatReport()
+    # The firings' transition rows go in with one statement, in this transaction.
+    log_rows: list[dict[str, Any]] = []
     with relay.store.transaction() as session:
         now = relay.now()
         for instance in claims.due_heartbeats(session, now, limit):
@@ -78,8 +80,10 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
                 now=now,
                 actor=ACTOR,
                 reason=f"follow-up {instance.follow_up_count + 1} of {instance.max_followups}",
+                log_rows=log_rows,
             )
             report.fired += 1
+        transitions.write_log(session, log_rows)
     return report
 
 

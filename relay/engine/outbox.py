@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import Row, select, update
 from sqlalchemy.orm import Session
 
-from relay.channels.base import Channel, ChannelError, Outbound, make_channel
+from relay.channels.base import Channel, ChannelError, Outbound, batch_sender, make_channel
 from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
 from relay.core.states import TRANSITIONS, Event, State
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from relay.engine.service import Relay
 
 log = logging.getLogger("relay.outbox")
+
+_T = TypeVar("_T")
 
 SEND_LEASE = timedelta(minutes=2)
 #: At most this many deliveries share one confirming and one recording transaction.
@@ -145,11 +147,51 @@ class Dispatcher:
                 pending = self._confirm(pending, claimed, report)
                 confirmed_at = self.relay.now()
                 continue
-            outbound, channel_name = pending.pop(0)
-            done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
-            if done is not None:
-                sent.append(done)
+            run = self._next_run(pending)
+            del pending[: len(run)]
+            sent.extend(self._deliver_run(run, claimed, report))
         self._sent(sent, report)
+
+    def _next_run(self, pending: list[tuple[Outbound, str]]) -> list[tuple[Outbound, str]]:
+        """The messages to hand over in one call: the leading run on one channel
+        when that channel can send several at once, else just the first."""
+        channel_name = pending[0][1]
+        if self._batch_sender(channel_name) is None:
+            return pending[:1]
+        end = 1
+        while end < len(pending) and pending[end][1] == channel_name:
+            end += 1
+        return pending[:end]
+
+    def _batch_sender(self, channel_name: str) -> Callable[[Sequence[Outbound]], list[str]] | None:
+        """The channel's ``send_many``; None when it has none or cannot be built
+        (then :meth:`_deliver` records why, message by message)."""
+        try:
+            return batch_sender(self.channels.get(channel_name))
+        except Exception:
+            return None
+
+    def _deliver_run(
+        self, run: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
+    ) -> list[_Sent]:
+        """Hand a run of one channel's messages over in one call (``send_many``);
+        when the call fails, each message of the run fails with its error."""
+        outbound, channel_name = run[0]
+        send_many = self._batch_sender(channel_name)
+        if send_many is None or len(run) == 1:
+            done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
+            return [] if done is None else [done]
+        messages = [o for o, _ in run]
+        result, error, transient = _attempt(lambda: send_many(messages))
+        if result is not None and len(result) != len(messages):
+            result, error, transient = None, f"send_many returned {len(result)} ids", True
+        if result is None:
+            for failed in messages:
+                attempt = claimed[failed.message_id]
+                self._failed(failed, attempt, error or "?", transient=transient, report=report)
+            return []
+        at = self.relay.now()
+        return [_Sent(o, channel_name, p, at) for o, p in zip(messages, result, strict=True)]
 
     def _confirm(
         self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
@@ -233,17 +275,12 @@ class Dispatcher:
     ) -> _Sent | None:
         """Hand one message to its channel; a failure is recorded at once, a success
         is returned for :meth:`_sent`."""
-        try:
-            provider_id = self.channels.get(channel_name).send(outbound)
-        except ChannelError as exc:
-            error, transient = str(exc.message), exc.transient
-        except RelayError as exc:
-            error, transient = exc.message, False
-        except Exception as exc:
-            error, transient = f"{type(exc).__name__}: {exc}", True
-        else:
+        provider_id, error, transient = _attempt(
+            lambda: self.channels.get(channel_name).send(outbound)
+        )
+        if provider_id is not None:
             return _Sent(outbound, channel_name, provider_id, self.relay.now())
-        self._failed(outbound, attempt, error, transient=transient, report=report)
+        self._failed(outbound, attempt, error or "?", transient=transient, report=report)
         return None
 
     def _sent(self, sent: list[_Sent], report: DeliveryReport) -> None:
@@ -332,12 +369,28 @@ class Dispatcher:
         )
 
 
-def _contacts_of(session: Session, messages: Iterable[Message]) -> dict[int, Contact]:
-    """The messages' contacts, read in one query."""
+def _attempt(call: Callable[[], _T]) -> tuple[_T | None, str | None, bool]:
+    """Call a channel: (result, None, _) on success, (None, error, transient) on
+    failure. A channel error says whether a retry may help; any other relay error
+    will not; an unexpected exception (a bug, a dropped connection) might."""
+    try:
+        return call(), None, True
+    except ChannelError as exc:
+        return None, str(exc.message), exc.transient
+    except RelayError as exc:
+        return None, exc.message, False
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}", True
+
+
+def _contacts_of(session: Session, messages: Iterable[Message]) -> dict[int, Row[Any]]:
+    """The messages' contacts (id, address, opted_out_at), read in one query as plain
+    rows: they are only looked at, and ORM objects for a batch cost more than the SQL."""
     ids = {m.contact_id for m in messages}
     if not ids:
         return {}
-    return {c.id: c for c in session.scalars(select(Contact).where(Contact.id.in_(ids)))}
+    query = select(Contact.id, Contact.address, Contact.opted_out_at).where(Contact.id.in_(ids))
+    return {row.id: row for row in session.execute(query)}
 
 
 _ESCALATABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITIONS[s])

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import Row, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -37,7 +37,7 @@ from relay.core.turns import (
 )
 from relay.core.values import Author, MessageStatus, Scope, split_scoped_key
 from relay.engine import policy, transitions
-from relay.engine.service import queue_outbound
+from relay.engine.service import outbound_row
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, StateEntry, Todo
 
@@ -56,6 +56,20 @@ TURN_BATCH = 100
 #: every turn is committed as soon as its own agent has answered.
 BATCH_SECONDS = 0.2
 
+#: The instance columns a turn's context is built from.
+_CONTEXT_INSTANCE = (
+    Instance.id,
+    Instance.state,
+    Instance.version,
+    Instance.lease_owner,
+    Instance.contact_id,
+    Instance.objective,
+    Instance.agent,
+    Instance.turn_attempts,
+    Instance.follow_up_count,
+    Instance.max_followups,
+)
+
 REASONS = {
     State.CREATED.value: TurnReason.FIRST_MESSAGE,
     State.WAITING_FOR_AGENT.value: TurnReason.REPLY,
@@ -66,10 +80,14 @@ REASONS = {
 
 @dataclass(frozen=True)
 class _Loaded:
-    """Rows a batch of turn commits needs, read once for the whole batch under its locks."""
+    """Rows a batch of turn commits needs, read once for the whole batch under its
+    locks, and the append-only rows it writes (outbox messages, transition log),
+    inserted with one statement each just before the batch's transaction commits."""
 
     todos: dict[str, list[Todo]]
     inbound: dict[str, list[Message]]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    log_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -261,48 +279,44 @@ class TurnRunner:
         window = int(self.relay.config.get("agent.transcript_window") or 50)
         versions = dict(claimed)
         with self.relay.store.transaction() as session:
+            # Plain rows throughout: nothing read here is changed, and ORM objects
+            # for a batch's instances, todos and transcripts cost more than the SQL.
             instances = [
-                instance
-                for instance in session.scalars(
-                    select(Instance).where(Instance.id.in_(list(versions)))
+                row
+                for row in session.execute(
+                    select(*_CONTEXT_INSTANCE, Contact.address)
+                    .join(Contact, Contact.id == Instance.contact_id)
+                    .where(Instance.id.in_(list(versions)))
                 )
-                if instance.state in REASONS
-                and instance.version == versions[instance.id]
-                and instance.lease_owner == self.owner
+                if row.state in REASONS
+                and row.version == versions[row.id]
+                and row.lease_owner == self.owner
             ]
-            ids = [instance.id for instance in instances]
-            people = {
-                person.id: person
-                for person in session.scalars(
-                    select(Contact).where(Contact.id.in_({i.contact_id for i in instances}))
-                )
-            }
-            todos = queries.todos_for(session, ids)
+            ids = [row.id for row in instances]
+            todos = queries.todo_rows_for(session, ids)
             transcripts = queries.transcripts_for(session, ids, window, said_only=True)
-            inbound = queries.unprocessed_inbound_for(session, ids)
+            inbound = queries.inbound_rows_for(session, ids)
             states = _load_states(session, instances)
             now = isoformat(self.relay.now()) or ""
             found = {}
-            for instance in instances:
-                reason = REASONS[instance.state]
+            for row in instances:
+                reason = REASONS[row.state]
                 context = TurnContext(
-                    instance_id=instance.id,
+                    instance_id=row.id,
                     reason=reason,
-                    objective=instance.objective,
-                    contact=people[instance.contact_id].address,
-                    todos=tuple(
-                        ContextTodo(t.position, t.text, t.status) for t in todos[instance.id]
-                    ),
-                    transcript=tuple(_context_message(m) for m in transcripts[instance.id]),
-                    new_messages=tuple(_context_message(m) for m in inbound[instance.id]),
-                    state=states[instance.id],
+                    objective=row.objective,
+                    contact=row.address,
+                    todos=tuple(ContextTodo(t.position, t.text, t.status) for t in todos[row.id]),
+                    transcript=tuple(_context_message(m) for m in transcripts[row.id]),
+                    new_messages=tuple(_context_message(m) for m in inbound[row.id]),
+                    state=states[row.id],
                     follow_up_number=(
-                        instance.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
+                        row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
                     ),
-                    max_followups=instance.max_followups,
+                    max_followups=row.max_followups,
                     now=now,
                 )
-                found[instance.id] = (context, instance.agent, instance.turn_attempts)
+                found[row.id] = (context, row.agent, row.turn_attempts)
             return found
 
     # -- commit --------------------------------------------------------------
@@ -329,14 +343,21 @@ class TurnRunner:
         try:
             with self.relay.store.transaction() as session:
                 ids = [item[0] for item in items]
+                # Todos are loaded (as objects to update) only for turns that mark one.
+                marking = [item[0] for item in items if _marks_todos(item[3])]
                 locked = claims.lock_instances(session, ids)
                 loaded = _Loaded(
-                    queries.todos_for(session, ids), queries.unprocessed_inbound_for(session, ids)
+                    queries.todos_for(session, marking) if marking else {},
+                    queries.unprocessed_inbound_for(session, ids),
                 )
-                return [
+                outcomes = [
                     self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)
                     for item in items
                 ]
+                if loaded.messages:
+                    session.execute(insert(Message.__table__), loaded.messages)
+                transitions.write_log(session, loaded.log_rows)
+                return outcomes
         except Exception:
             if len(items) == 1:
                 raise
@@ -374,6 +395,7 @@ class TurnRunner:
             now,
             replied=bool(context.new_messages),
             replies_waiting=waiting,
+            log_rows=loaded.log_rows,
         )
         for note in plan.notes:
             log.info("instance %s: %s", instance_id, note)
@@ -400,11 +422,11 @@ class TurnRunner:
     ) -> None:
         proactive = context.reason in (TurnReason.FIRST_MESSAGE, TurnReason.FOLLOW_UP)
         for text in plan.messages:
-            # No flush per message: the batch's rows are written together at commit.
-            queue_outbound(
-                session, instance, text, Author.AGENT, now, proactive=proactive, flush=False
+            # Written with the batch's other messages, in one statement, at its commit.
+            loaded.messages.append(
+                outbound_row(instance, text, Author.AGENT, now, proactive=proactive)
             )
-        todos = {t.position: t for t in loaded.todos[instance.id]}
+        todos = {t.position: t for t in loaded.todos.get(instance.id, ())}
         for todo_id, status in plan.todo_updates:
             todo: Todo = todos[todo_id]
             todo.status = status.value
@@ -472,13 +494,14 @@ def _advance(
     *,
     replied: bool,
     replies_waiting: bool | None = None,
+    log_rows: list[dict[str, Any]] | None = None,
 ) -> State:
     """Move the instance to where the turn ends: always somewhere live or terminal.
 
     ``replied``: the turn answered inbound messages. In a follow-up turn that means
     the contact wrote after the heartbeat fired: the silence being counted is over,
     so the count starts again (as a reply in WAITING_FOR_REPLY resets it).
-    ``replies_waiting``: see :func:`transitions.apply_event`.
+    ``replies_waiting`` and ``log_rows``: see :func:`transitions.apply_event`.
     """
     state = State(instance.state)
 
@@ -491,6 +514,7 @@ def _advance(
             actor=AGENT,
             reason=reason,
             replies_waiting=replies_waiting,
+            log_rows=log_rows,
         )
 
     if plan.intervention_reason:
@@ -525,7 +549,11 @@ def _after_follow_up(
     return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
 
 
-def _context_message(message: Message) -> ContextMessage:
+def _marks_todos(actions: list[Action]) -> bool:
+    return any(action.name == "mark_todo_item" for action in actions)
+
+
+def _context_message(message: Message | Row[Any]) -> ContextMessage:
     return ContextMessage(
         id=message.id,
         direction=message.direction,
@@ -535,7 +563,7 @@ def _context_message(message: Message) -> ContextMessage:
     )
 
 
-def _scope_id(instance: Instance, scope: Scope) -> str:
+def _scope_id(instance: Instance | Row[Any], scope: Scope) -> str:
     if scope is Scope.APP:
         return ""
     if scope is Scope.CONTACT:
@@ -543,7 +571,9 @@ def _scope_id(instance: Instance, scope: Scope) -> str:
     return instance.id
 
 
-def _load_states(session: Session, instances: list[Instance]) -> dict[str, dict[str, Any]]:
+def _load_states(
+    session: Session, instances: Sequence[Instance | Row[Any]]
+) -> dict[str, dict[str, Any]]:
     """Each instance's scoped state in one query: app keys, overridden by the
     contact's, overridden by the instance's own."""
     contacts = {_scope_id(i, Scope.CONTACT) for i in instances}

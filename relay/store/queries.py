@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -137,14 +138,25 @@ def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[T
     return found
 
 
+#: What a turn's context shows of a message: plain rows, not ORM objects (building and
+#: tracking those cost more than the query for a batch of transcripts).
+CONTEXT_COLUMNS = (
+    Message.id,
+    Message.instance_id,
+    Message.direction,
+    Message.author,
+    Message.body,
+    Message.created_at,
+)
+
+
 def transcripts_for(
     session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
-) -> dict[str, list[Message]]:
-    """:func:`transcript_of` with ``limit`` for several instances at once."""
-    from sqlalchemy.orm import aliased
-
+) -> dict[str, list[Row[Any]]]:
+    """:func:`transcript_of` with ``limit`` for several instances at once, as read-only
+    rows of :data:`CONTEXT_COLUMNS`."""
     query = select(
-        Message,
+        *CONTEXT_COLUMNS,
         func.row_number()
         .over(partition_by=Message.instance_id, order_by=Message.id.desc())
         .label("recent"),
@@ -152,12 +164,36 @@ def transcripts_for(
     if said_only:
         query = query.where(Message.status.not_in(UNDELIVERABLE))
     ranked = query.subquery()
-    message = aliased(Message, ranked)
-    found: dict[str, list[Message]] = {i: [] for i in instance_ids}
-    for row in session.scalars(
-        select(message).where(ranked.c.recent <= limit).order_by(ranked.c.id)
+    columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
+    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    for row in session.execute(
+        select(*columns).where(ranked.c.recent <= limit).order_by(ranked.c.id)
     ):
         found[row.instance_id or ""].append(row)
+    return found
+
+
+def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+    """:func:`unprocessed_inbound_for` as read-only rows of :data:`CONTEXT_COLUMNS`."""
+    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    for row in session.execute(
+        select(*CONTEXT_COLUMNS)
+        .where(Message.instance_id.in_(instance_ids), Message.status == "received")
+        .order_by(Message.id)
+    ):
+        found[row.instance_id or ""].append(row)
+    return found
+
+
+def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+    """:func:`todos_for` as read-only rows (instance_id, position, text, status)."""
+    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    for row in session.execute(
+        select(Todo.instance_id, Todo.position, Todo.text, Todo.status)
+        .where(Todo.instance_id.in_(instance_ids))
+        .order_by(Todo.position)
+    ):
+        found[row.instance_id].append(row)
     return found
 
 

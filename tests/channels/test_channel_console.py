@@ -321,3 +321,67 @@ def test_send_checks_and_appends_under_the_file_lock(data_dir, outbound):
 
     assert result == ["console-other"]
     assert len(_lines(path)) == 1
+
+
+# --- send_many -------------------------------------------------------------------------------
+
+
+def test_send_many_appends_each_message_in_order_and_returns_their_ids(data_dir, outbound):
+    channel = _channel(data_dir, echo=False)
+
+    ids = channel.send_many([outbound("k1", text="one"), outbound("k2", text="two")])
+
+    records = _lines(data_dir / "console.jsonl")
+    assert [(r["idempotency_key"], r["text"]) for r in records] == [("k1", "one"), ("k2", "two")]
+    assert ids == [r["provider_message_id"] for r in records]
+    assert len(set(ids)) == 2
+
+
+def test_send_many_of_nothing_writes_nothing(data_dir):
+    assert _channel(data_dir, echo=False).send_many([]) == []
+    assert not (data_dir / "console.jsonl").exists()
+
+
+def test_send_and_send_many_share_one_idempotency_record(data_dir, outbound):
+    channel = _channel(data_dir, echo=False)
+    first = channel.send(outbound("k1"))
+
+    ids = channel.send_many([outbound("k1"), outbound("k2"), outbound("k2")])
+
+    assert ids[0] == first and ids[1] == ids[2] != first
+    assert channel.send(outbound("k2")) == ids[1]
+    assert _channel(data_dir, echo=False).send_many([outbound("k2"), outbound("k1")]) == [
+        ids[1],
+        first,
+    ]
+    assert [r["idempotency_key"] for r in _lines(data_dir / "console.jsonl")] == ["k1", "k2"]
+
+
+def test_send_many_echoes_only_what_it_wrote(data_dir, outbound, capsys):
+    channel = _channel(data_dir)
+    channel.send(outbound("k1", text="old"))
+    capsys.readouterr()
+
+    channel.send_many([outbound("k1", text="old"), outbound("k2", text="new"), outbound("k2")])
+
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_send_many_after_a_torn_line_starts_on_a_fresh_line(data_dir, outbound):
+    _append(data_dir / "console.jsonl", '{"idempotency_key": "k0", "provid')
+
+    ids = _channel(data_dir, echo=False).send_many([outbound("k1"), outbound("k2")])
+
+    lines = (data_dir / "console.jsonl").read_text().splitlines()
+    assert [json.loads(line)["provider_message_id"] for line in lines[1:]] == ids
+
+
+def test_an_unwritable_outbox_fails_send_many_and_records_nothing(tmp_path, outbound):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    channel = ConsoleChannel("console", blocker / "console.jsonl", blocker / "inbox.jsonl")
+
+    with pytest.raises(ChannelError, match="cannot write") as failure:
+        channel.send_many([outbound("k1"), outbound("k2")])
+    assert failure.value.transient
+    assert channel._index == {}

@@ -3,14 +3,14 @@ backoff, failed after the configured attempts, and never sent to an opted-out co
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from engine_support import PHONE, DyingConsole, Engine, ProcessDied, TestChannel
 
-from relay.channels.base import ChannelError, PermanentChannelError
+from relay.channels.base import ChannelError, Outbound, PermanentChannelError
 from relay.channels.console import ConsoleChannel
 
 FLAKY = {
@@ -218,3 +218,66 @@ def test_a_slow_batch_does_not_send_a_message_another_worker_took_over(
     sends = [a.text for a in test_channel.attempts[1:]]
     assert sorted(sends) == ["note 0", "note 1", "note 2", "note 3"]
     assert [m.status for m in engine.outbound(iid)] == ["sent"] * 5
+
+
+class BatchingChannel(TestChannel):
+    """A test channel that also takes several messages in one call (``send_many``)."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+        self.batch_failures: list[ChannelError] = []
+
+    def send_many(self, messages: Sequence[Outbound]) -> list[str]:
+        self.batches.append([m.text for m in messages])
+        if self.batch_failures:
+            raise self.batch_failures.pop(0)
+        return [self.send(message) for message in messages]
+
+
+def _batching(register_channel: Callable[[str, Any], None]) -> BatchingChannel:
+    channel = BatchingChannel()
+    register_channel("test", lambda name, settings: channel)
+    return channel
+
+
+def test_a_channel_with_send_many_gets_a_group_in_one_call(
+    make_engine: Any, register_channel: Callable[[str, Any], None]
+) -> None:
+    channel = _batching(register_channel)
+    engine = make_engine(**FLAKY)
+    iid = engine.start()
+    engine.tick()
+    for n in range(8):
+        engine.relay.send(iid, f"note {n}")
+
+    assert engine.tick().delivery.sent == 8
+
+    assert any(len(batch) > 1 for batch in channel.batches)
+    assert len(channel.delivered) == 9
+    assert [m.status for m in engine.outbound(iid)] == ["sent"] * 9
+    assert len(channel.attempts) == 9
+
+
+def test_a_failed_send_many_retries_each_of_its_messages_with_their_keys(
+    make_engine: Any, register_channel: Callable[[str, Any], None]
+) -> None:
+    channel = _batching(register_channel)
+    engine = make_engine(**FLAKY)
+    iid = engine.start()
+    engine.tick()
+    for n in range(8):
+        engine.relay.send(iid, f"note {n}")
+    channel.batch_failures = [ChannelError("HTTP 503")]
+
+    report = engine.tick()
+
+    assert report.delivery.retried >= 2 and report.delivery.sent + report.delivery.retried == 8
+    waiting = [m for m in engine.outbound(iid) if m.status == "queued"]
+    assert {m.last_error for m in waiting} == {"HTTP 503"}
+    engine.clock.advance(timedelta(seconds=30))
+    assert engine.tick().delivery.sent == len(waiting)
+    assert [m.status for m in engine.outbound(iid)] == ["sent"] * 9
+    assert len(channel.delivered) == 9
