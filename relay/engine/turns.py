@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, insert, or_, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Row, insert, select
 from sqlalchemy.orm import Session
 
 from relay.agents.base import Agent, AgentError, make_agent
@@ -35,11 +34,11 @@ from relay.core.turns import (
     TurnReason,
     validate_actions,
 )
-from relay.core.values import Author, MessageStatus, Scope, split_scoped_key
-from relay.engine import policy, transitions
+from relay.core.values import Author, MessageStatus
+from relay.engine import policy, scoped_state, transitions
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
-from relay.store.models import Contact, Instance, Message, StateEntry, Todo
+from relay.store.models import Contact, Instance, Message, Todo
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -296,7 +295,7 @@ class TurnRunner:
             todos = queries.todo_rows_for(session, ids)
             transcripts = queries.transcripts_for(session, ids, window, said_only=True)
             inbound = queries.inbound_rows_for(session, ids)
-            states = _load_states(session, instances)
+            states = scoped_state.load(session, instances)
             now = isoformat(self.relay.now()) or ""
             found = {}
             for row in instances:
@@ -402,7 +401,7 @@ class TurnRunner:
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
-            _store_state(session, instance, NOTES_KEY, list(plan.notes), now)
+            scoped_state.store(session, instance, NOTES_KEY, list(plan.notes), now)
         return TurnOutcome(
             instance_id,
             context.reason.value,
@@ -432,7 +431,7 @@ class TurnRunner:
             todo.status = status.value
             todo.updated_at = now
         for key, value in plan.state_updates:
-            _store_state(session, instance, key, value, now)
+            scoped_state.store(session, instance, key, value, now)
         seen = {m.id for m in context.new_messages}
         for message in loaded.inbound[instance.id]:
             if message.id in seen:
@@ -561,69 +560,3 @@ def _context_message(message: Message | Row[Any]) -> ContextMessage:
         text=message.body,
         at=isoformat(message.created_at) or "",
     )
-
-
-def _scope_id(instance: Instance | Row[Any], scope: Scope) -> str:
-    if scope is Scope.APP:
-        return ""
-    if scope is Scope.CONTACT:
-        return str(instance.contact_id)
-    return instance.id
-
-
-def _load_states(
-    session: Session, instances: Sequence[Instance | Row[Any]]
-) -> dict[str, dict[str, Any]]:
-    """Each instance's scoped state in one query: app keys, overridden by the
-    contact's, overridden by the instance's own."""
-    contacts = {_scope_id(i, Scope.CONTACT) for i in instances}
-    owns = {_scope_id(i, Scope.INSTANCE) for i in instances}
-    entries = session.scalars(
-        select(StateEntry).where(
-            or_(
-                StateEntry.scope == Scope.APP.value,
-                (StateEntry.scope == Scope.CONTACT.value) & StateEntry.scope_id.in_(contacts),
-                (StateEntry.scope == Scope.INSTANCE.value) & StateEntry.scope_id.in_(owns),
-            )
-        )
-    ).all()
-    scoped: dict[tuple[str, str], dict[str, Any]] = {}
-    for entry in entries:
-        scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
-    states = {}
-    for instance in instances:
-        state: dict[str, Any] = {}
-        for scope in (Scope.APP, Scope.CONTACT, Scope.INSTANCE):
-            state.update(scoped.get((scope.value, _scope_id(instance, scope)), {}))
-        states[instance.id] = state
-    return states
-
-
-def _store_state(session: Session, instance: Instance, key: str, value: Any, now: datetime) -> None:
-    """Upsert one scoped key; ``temp:`` keys live for the turn only and are not stored."""
-    scope, name = split_scoped_key(key)
-    if scope is Scope.TEMP:
-        return
-    scope_id = _scope_id(instance, scope)
-    where = (
-        StateEntry.scope == scope.value,
-        StateEntry.scope_id == scope_id,
-        StateEntry.key == name,
-    )
-    entry = session.scalar(select(StateEntry).where(*where))
-    if entry is None:
-        try:
-            with session.begin_nested():
-                session.add(
-                    StateEntry(
-                        scope=scope.value, scope_id=scope_id, key=name, value=value, updated_at=now
-                    )
-                )
-                session.flush()
-            return
-        except IntegrityError:
-            # Another turn wrote the same shared key first; ours is newer.
-            entry = session.scalar(select(StateEntry).where(*where))
-            assert entry is not None
-    entry.value = value
-    entry.updated_at = now
