@@ -12,7 +12,6 @@ import platform
 import secrets
 import statistics
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from relay.config import load_config
 from relay.engine.pulse import Pulse
 from relay.engine.service import Relay
 from relay.store.database import Store, make_engine
-from relay.store.migrate import upgrade
+from relay.store.migrate import upgrade_url
 from relay.testing import FakeClock
 
 
@@ -87,7 +86,7 @@ def throwaway_store(url: str | None) -> Iterator[Bench]:
         folder = Path(raw)
         if not url or url.startswith("sqlite"):
             target = f"sqlite:///{folder / 'relay.db'}"
-            _migrate(target)
+            upgrade_url(target)
             yield Bench(target, folder)
             return
         import psycopg
@@ -100,19 +99,11 @@ def throwaway_store(url: str | None) -> Iterator[Bench]:
             conn.execute(f"CREATE DATABASE {name}")
         target = server.set(database=name).render_as_string(hide_password=False)
         try:
-            _migrate(target)
+            upgrade_url(target)
             yield Bench(target, folder)
         finally:
             with psycopg.connect(admin, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
-def _migrate(url: str) -> None:
-    store = Store(make_engine(url))
-    try:
-        upgrade(store)
-    finally:
-        store.dispose()
 
 
 def seed_waiting(
@@ -169,15 +160,3 @@ def machine() -> str:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"load average {load:.2f}"
     )
-
-
-def wait_for(check: Any, timeout: float, every: float = 0.1) -> Any:
-    """Poll ``check()`` until it returns something truthy, or raise after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up after {timeout}s")
-        time.sleep(every)

@@ -24,10 +24,10 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from benchlib import Bench, fake_clock_at_now, machine, percentile, seed_waiting, throwaway_store
-from benchlib import wait_for as poll
 from sqlalchemy import bindparam, func, select, update
 
 from relay.store.models import Daemon, Instance, Message, Transition
+from relay.testing import wait_until as poll
 
 
 def main() -> int:

@@ -1,12 +1,19 @@
 """Test doubles that ship with relay, for relay's tests and for users' own.
 
 ``FakeClock`` is a settable clock: tests move time instead of sleeping.
+``wait_until`` is for the few tests and benchmarks that watch a real process
+(a daemon in a subprocess), where only polling with a deadline can tell.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from relay.core.clock import ensure_utc
 
 
 class FakeClock:
@@ -32,4 +39,19 @@ class FakeClock:
         if moment.tzinfo is None:
             raise ValueError("FakeClock.set needs a timezone-aware datetime")
         with self._lock:
-            self._now = moment.astimezone(UTC)
+            self._now = ensure_utc(moment)
+
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], timeout: float = 30.0, every: float = 0.05) -> T:
+    """Poll ``check`` until it returns something truthy; raise after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still not true after {timeout}s: {check}")
+        time.sleep(every)

@@ -123,7 +123,7 @@ class PostgresServer:
         if self.template is None:
             name = self.create()
             try:
-                _migrate(self.url_for(name))
+                _upgrade(self.url_for(name))
             except BaseException:
                 self.drop(name)
                 raise
@@ -144,7 +144,7 @@ class PostgresServer:
         rows = self._admin(f"SELECT datname FROM pg_database WHERE datname LIKE '{self.PREFIX}%'")
         for (name,) in rows:
             pid = name[len(self.PREFIX) :].split("_", 1)[0]
-            if pid.isdigit() and not _process_alive(int(pid)):
+            if pid.isdigit() and not _pid_alive(int(pid)):
                 self.drop(name)
 
     def close(self) -> None:
@@ -156,25 +156,16 @@ class PostgresServer:
         self._worker.shutdown(wait=True)
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _pid_alive(pid: int) -> bool:
+    from relay.engine.process import pid_alive
+
+    return pid_alive(pid)
 
 
-def _migrate(url: str) -> None:
-    from relay.store.database import Store, make_engine
-    from relay.store.migrate import upgrade
+def _upgrade(url: str) -> None:
+    from relay.store.migrate import upgrade_url  # alembic only for tests that need a schema
 
-    store = Store(make_engine(url))
-    try:
-        upgrade(store)
-    finally:
-        store.dispose()
+    upgrade_url(url)
 
 
 class _Unreachable:
@@ -220,7 +211,7 @@ def _need_postgres(server: PostgresServer | _Unreachable | None) -> PostgresServ
 def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file migrated to head once; tests get copies."""
     path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
-    _migrate(f"sqlite:///{path}")
+    _upgrade(f"sqlite:///{path}")
     return path
 
 

@@ -3,14 +3,15 @@ resume, cancel, send, receive, status."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from relay.cli import render
 from relay.cli.main import JsonOption, state
-from relay.core.durations import format_duration
+from relay.core.durations import format_duration, parse_duration
+from relay.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from relay.engine.views import InstanceView, MessageView, StatusView
@@ -72,8 +73,6 @@ def print_instance(view: InstanceView) -> None:
 
 
 def format_duration_s(seconds: int) -> str:
-    from datetime import timedelta
-
     return format_duration(timedelta(seconds=seconds))
 
 
@@ -262,11 +261,6 @@ def history(
 
 
 def _parse_until(text: str) -> datetime:
-    from datetime import UTC
-
-    from relay.core.durations import parse_duration
-    from relay.core.errors import InvalidInput
-
     now = state.relay().now()
     try:
         return now + parse_duration(text)

@@ -142,18 +142,23 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for program
 
 def register() -> None:
     """Attach the command modules; each is one command group."""
-    from relay.cli import config_commands, db_commands, instance_commands
+    from relay.cli import (
+        config_commands,
+        contact_commands,
+        daemon_commands,
+        db_commands,
+        engine_commands,
+        instance_commands,
+    )
 
-    instance_commands.register(app)
-    config_commands.register(app)
-    db_commands.register(app)
-    for optional in ("engine_commands", "contact_commands", "daemon_commands"):
-        try:
-            module = __import__(f"relay.cli.{optional}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"relay.cli.{optional}":
-                raise
-            continue
+    for module in (
+        instance_commands,
+        config_commands,
+        db_commands,
+        engine_commands,
+        contact_commands,
+        daemon_commands,
+    ):
         module.register(app)
 
 

@@ -31,16 +31,6 @@ class TurnReason(StrEnum):
 #: The longest ``set_state`` key (with its scope prefix) the store holds.
 MAX_STATE_KEY = 255
 
-ACTION_NAMES = (
-    "send_message",
-    "mark_todo_item",
-    "end_conversation",
-    "request_human_intervention",
-    "schedule_next_heartbeat",
-    "set_state",
-    "place_call",
-)
-
 
 @dataclass(frozen=True)
 class ContextMessage:
@@ -210,6 +200,9 @@ _HANDLERS = {
     "set_state": _set_state,
     "place_call": _place_call,
 }
+
+#: Every action an agent may answer with, in the order agents are told about them.
+ACTION_NAMES: tuple[str, ...] = tuple(_HANDLERS)
 
 
 def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:

@@ -36,16 +36,16 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 
 from relay.core.durations import parse_duration
 from relay.engine import retention
-from relay.engine.pulse import Pulse
+from relay.engine.pulse import Pulse, PulseReport
 from relay.store import claims
 from relay.store.models import Daemon
 
@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from relay.engine.service import Relay
 
 log = logging.getLogger("relay.daemon")
-
-LIVE_AFTER = timedelta(minutes=2)
 
 
 def daemon_identity() -> str:
@@ -227,10 +225,7 @@ class DaemonRunner:
         if self.stopping.is_set():
             return
         try:
-            from relay.engine.pulse import PulseReport
-
-            report = PulseReport()
-            received = self.pulse.poll(report)
+            received = self.pulse.poll(PulseReport())
             if received:
                 log.info("polled %s inbound message(s)", received)
         except Exception as exc:  # logged; the daemon carries on
@@ -279,16 +274,4 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _utcnow() -> datetime:
-    from datetime import UTC
-
     return datetime.now(UTC)
-
-
-def live_daemons(relay: Relay) -> list[Daemon]:
-    cutoff = relay.now() - LIVE_AFTER
-    with relay.store.transaction() as session:
-        return list(
-            session.scalars(
-                select(Daemon).where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= cutoff)
-            ).all()
-        )

@@ -36,7 +36,6 @@ class HeartbeatReport:
     fired: int = 0
     abandoned: int = 0
     deferred: int = 0
-    resumed: int = 0
 
 
 def fire_due(relay: Relay, limit: int) -> HeartbeatReport:

@@ -86,15 +86,12 @@ def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) ->
         person.opt_out_reason = reason
         person.updated_at = now
     for instance in _unfinished(session, person.id):
-        state = State(instance.state)
-        if state is State.QUEUED or (
-            state is State.PAUSED and instance.previous_state == State.QUEUED.value
-        ):
+        if _waits_in_queue(instance):
             transitions.apply_event(
                 session, instance, Event.CANCEL, now=now, actor="contact", reason=OPTED_OUT
             )
             instance.failure_reason = OPTED_OUT
-        elif not state.terminal:
+        elif not State(instance.state).terminal:
             transitions.apply_event(
                 session,
                 instance,
@@ -133,11 +130,13 @@ def _unfinished(session: Session, contact_id: int) -> list[Instance]:
         .order_by(Instance.seq)
         .with_for_update()
     ).all()
-    queued = [
-        r
-        for r in rows
-        if r.state == State.QUEUED.value
-        or (r.state == State.PAUSED.value and r.previous_state == State.QUEUED.value)
-    ]
-    live = [r for r in rows if r not in queued]
+    queued = [r for r in rows if _waits_in_queue(r)]
+    live = [r for r in rows if not _waits_in_queue(r)]
     return queued + live
+
+
+def _waits_in_queue(instance: Instance) -> bool:
+    """QUEUED, or paused while QUEUED: behind the contact's live conversation."""
+    return instance.state == State.QUEUED.value or (
+        instance.state == State.PAUSED.value and instance.previous_state == State.QUEUED.value
+    )

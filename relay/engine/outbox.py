@@ -99,8 +99,7 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self.limits = RateLimits(self.relay.config)
-        base = parse_duration(str(self.relay.config.get("outbox.backoff") or "30s"))
-        self.backoff = base
+        self.backoff = parse_duration(str(self.relay.config.get("outbox.backoff") or "30s"))
         self.max_attempts = max(1, int(self.relay.config.get("outbox.max_attempts") or 5))
         # How many deliveries go in the next group: learnt from how fast the
         # channels were, and kept from one call to the next.
@@ -220,10 +219,7 @@ class Dispatcher:
                     continue
                 contact = people.get(message.contact_id)
                 if contact is not None and contact.opted_out_at is not None:
-                    message.status = MessageStatus.BLOCKED.value
-                    message.last_error = "contact opted out"
-                    message.next_attempt_at = None
-                    report.blocked += 1
+                    _block(message, report)
                     continue
                 message.next_attempt_at = renewed
                 confirmed.append((outbound, channel_name))
@@ -242,10 +238,7 @@ class Dispatcher:
             contact = people.get(message.contact_id)
             assert contact is not None
             if contact.opted_out_at is not None:
-                message.status = MessageStatus.BLOCKED.value
-                message.last_error = "contact opted out"
-                message.next_attempt_at = None
-                report.blocked += 1
+                _block(message, report)
                 continue
             channel = message.channel or "console"
             later = self.limits.hold_until(session, channel, now)
@@ -381,6 +374,14 @@ def _attempt(call: Callable[[], _T]) -> tuple[_T | None, str | None, bool]:
         return None, exc.message, False
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}", True
+
+
+def _block(message: Message, report: DeliveryReport) -> None:
+    """The contact opted out: the message will never go."""
+    message.status = MessageStatus.BLOCKED.value
+    message.last_error = "contact opted out"
+    message.next_attempt_at = None
+    report.blocked += 1
 
 
 def _contacts_of(session: Session, messages: Iterable[Message]) -> dict[int, Row[Any]]:

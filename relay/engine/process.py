@@ -72,14 +72,21 @@ def read_pid(path: Path) -> int | None:
         return None
 
 
-def is_relay_process(pid: int) -> bool:
-    """Whether ``pid`` is alive and (where /proc tells) a relay process."""
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (signal 0 checks without signalling)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def is_relay_process(pid: int) -> bool:
+    """Whether ``pid`` is alive and (where /proc tells) a relay process."""
+    if not pid_alive(pid):
+        return False
     cmdline = Path(f"/proc/{pid}/cmdline")
     if cmdline.exists():
         try:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import RelayError
+from relay.core.states import TERMINAL
 from relay.engine import heartbeat
 from relay.engine.outbox import Channels, DeliveryReport, Dispatcher
 from relay.engine.turns import TurnOutcome, TurnRunner
@@ -113,7 +114,6 @@ class Pulse:
             report.delivery.add(self.dispatcher.deliver_due(self.batch))
             if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):
                 break
-        self.dispatcher.limits.reset()
         return report
 
     def poll(self, report: PulseReport) -> int:
@@ -141,7 +141,8 @@ class Pulse:
 
 
 def _promotes(outcome: TurnOutcome) -> bool:
-    return outcome.state in ("COMPLETED", "FAILED", "ABANDONED")
+    """An ended conversation may have handed its contact's slot to a queued one."""
+    return outcome.state in {state.value for state in TERMINAL}
 
 
 def start_now(relay: Relay, instance_id: str, owner: str = "cli") -> TurnOutcome | None:

@@ -70,10 +70,10 @@ class Relay:
 
     def _contact(self, session: Session, address: str, *, create: bool) -> Contact:
         found = queries.contact_by_address(session, address)
-        if found is not None or not create:
-            if found is None:
-                raise NotFound(f"no contact {address}")
+        if found is not None:
             return found
+        if not create:
+            raise NotFound(f"no contact {address}")
         kind = "email" if "@" in address else "phone"
         now = self.now()
         contact = Contact(address=address, kind=kind, created_at=now, updated_at=now)
@@ -110,6 +110,8 @@ class Relay:
         todo_texts = [_clean_text(t, "todo") for t in todos]
         interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
         followups = self._max_followups(max_followups)
+        channel = channel or str(self.config.get("defaults.channel"))
+        agent = agent or str(self.config.get("agent.backend"))
         self._check_backends(channel, agent, window)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
@@ -136,20 +138,18 @@ class Relay:
             self._take_slot(session, instance, now, actor)
             return self._view(session, instance)
 
-    def _check_backends(self, channel: str | None, agent: str | None, window: str | None) -> None:
+    def _check_backends(self, channel: str, agent: str, window: str | None) -> None:
         """Refuse names that could never work before anything is created (exit 2)."""
         from relay.agents.base import agent_names
         from relay.channels.base import channel_kinds
         from relay.core.windows import parse_window
 
-        agent_name = agent or str(self.config.get("agent.backend"))
-        if agent_name not in agent_names():
-            raise InvalidInput(f"unknown agent {agent_name!r} (known: {', '.join(agent_names())})")
-        channel_name = channel or str(self.config.get("defaults.channel"))
-        kind = str(self.config.get(f"channels.{channel_name}.type") or channel_name)
+        if agent not in agent_names():
+            raise InvalidInput(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
+        kind = str(self.config.get(f"channels.{channel}.type") or channel)
         if kind not in channel_kinds():
             raise InvalidInput(
-                f"unknown channel {channel_name!r}: add a [channels.{channel_name}] section "
+                f"unknown channel {channel!r}: add a [channels.{channel}] section "
                 f"with a type ({', '.join(channel_kinds())})"
             )
         spec = window if window is not None else self.config.get("defaults.window")
@@ -169,8 +169,8 @@ class Relay:
         objective: str,
         interval: timedelta,
         followups: int,
-        channel: str | None,
-        agent: str | None,
+        channel: str,
+        agent: str,
         window: str | None,
         now: datetime,
     ) -> Instance:
@@ -179,8 +179,8 @@ class Relay:
             contact_id=person.id,
             state=State.CREATED.value,
             objective=objective,
-            channel=channel or str(self.config.get("defaults.channel")),
-            agent=agent or str(self.config.get("agent.backend")),
+            channel=channel,
+            agent=agent,
             window=window or (str(self.config.get("defaults.window") or "") or None),
             heartbeat_seconds=int(interval.total_seconds()),
             max_followups=followups,
@@ -237,13 +237,7 @@ class Relay:
         query = query.order_by(Instance.seq.desc()).limit(limit)
         with self.store.transaction() as session:
             rows = session.execute(query).all()
-            ids = [inst.id for inst, _ in rows]
-            todos: dict[str, list[Todo]] = {i: [] for i in ids}
-            if ids:
-                for todo in session.scalars(
-                    select(Todo).where(Todo.instance_id.in_(ids)).order_by(Todo.position)
-                ):
-                    todos[todo.instance_id].append(todo)
+            todos = queries.todos_for(session, [inst.id for inst, _ in rows]) if rows else {}
             return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
@@ -432,7 +426,7 @@ class Relay:
             unrouted = session.scalar(
                 select(func.count())
                 .select_from(Message)
-                .where(Message.instance_id.is_(None), Message.direction == "inbound")
+                .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
             )
             now = self.now()
             # Live: pulsed recently and not stopped (a killed daemon never records its stop).
@@ -442,7 +436,8 @@ class Relay:
                 .order_by(Daemon.started_at)
             ).all()
             last_seen = session.scalar(select(func.max(Daemon.last_pulse_at)))
-            due = count_due_work(session, now)
+            # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
+            due = claims.count_due(session, now)
             # Work due for longer than a daemon may stay silent: nobody is doing it
             # (with cron, `relay tick` every minute keeps this at zero).
             overdue = claims.count_due(session, now, due_by=now - DAEMON_SILENCE)
@@ -468,11 +463,6 @@ class Relay:
             last_daemon_seen=last_seen,
             warnings=tuple(warnings),
         )
-
-
-def count_due_work(session: Session, now: datetime) -> int:
-    """Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet)."""
-    return claims.count_due(session, now)
 
 
 def queue_outbound(

@@ -178,7 +178,6 @@ def _update_slot(session: Session, instance: Instance, now: datetime) -> None:
         session.flush()
     elif not holding and instance.contact_slot is not None:
         instance.contact_slot = None
-        session.flush()
         promote_next(session, instance.contact_id, now=now)
     elif not holding and state is State.QUEUED:
         # A paused queued instance was resumed: it may be next in line already.

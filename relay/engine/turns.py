@@ -185,9 +185,10 @@ class TurnRunner:
     def release(self, claimed: list[tuple[str, int]]) -> None:
         """Give back leases on turns this worker will not run (it is stopping)."""
         with self.relay.store.transaction() as session:
+            locked = claims.lock_instances(session, [instance_id for instance_id, _ in claimed])
             for instance_id, version in claimed:
-                instance = self._locked(session, instance_id, version)
-                if instance is not None:
+                instance = locked.get(instance_id)
+                if instance is not None and self._ours(instance, version):
                     instance.lease_owner = None
                     instance.lease_expires_at = None
                     instance.turn_attempts = max(0, instance.turn_attempts - 1)
@@ -320,16 +321,15 @@ class TurnRunner:
 
     # -- commit --------------------------------------------------------------
 
+    def _ours(self, instance: Instance, version: int) -> bool:
+        """Whether this worker's claim on the (locked) instance still holds."""
+        return instance.version == version and instance.lease_owner == self.owner
+
     def _locked(self, session: Session, instance_id: str, version: int) -> Instance | None:
         instance = claims.lock_instance(session, instance_id)
-        if instance is None or instance.version != version or instance.lease_owner != self.owner:
+        if instance is None or not self._ours(instance, version):
             return None
         return instance
-
-    def _commit(
-        self, instance_id: str, version: int, context: TurnContext, actions: list[Action]
-    ) -> TurnOutcome:
-        return self._commit_many([(instance_id, version, context, actions)])[0]
 
     def _commit_many(
         self, items: list[tuple[str, int, TurnContext, list[Action]]]
@@ -374,7 +374,7 @@ class TurnRunner:
         *,
         loaded: _Loaded,
     ) -> TurnOutcome:
-        if instance is None or instance.version != version or instance.lease_owner != self.owner:
+        if instance is None or not self._ours(instance, version):
             return self._discarded(instance_id, context.reason, session)
         try:
             plan = validate_actions(actions, {t.id for t in context.todos})

@@ -25,6 +25,8 @@ TURN_STATES = (
     State.WAITING_FOR_AGENT.value,
     State.HEARTBEAT_SCHEDULED.value,
 )
+#: Outbox rows still to be delivered (``sending`` ones whose sender died included).
+OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
 
 
 def _skip_locked(session: Session, query: Select[Any]) -> Select[Any]:
@@ -132,7 +134,7 @@ def claim_outbox(
     ``sending`` ones whose sender died (their lease ran out). Each is marked
     ``sending`` with one more attempt before the channel is called."""
     query = select(Message).where(
-        Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+        Message.status.in_(OUTBOX_PENDING),
         Message.next_attempt_at <= now,
     )
     if message_id is not None:
@@ -173,9 +175,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
             )
         ),
         session.scalar(
-            select(func.min(Message.next_attempt_at)).where(
-                Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value])
-            )
+            select(func.min(Message.next_attempt_at)).where(Message.status.in_(OUTBOX_PENDING))
         ),
         session.scalar(
             select(func.min(Instance.paused_until)).where(Instance.state == State.PAUSED.value)
@@ -212,7 +212,7 @@ def count_due(session: Session, now: datetime, *, due_by: datetime | None = None
         select(func.count())
         .select_from(Message)
         .where(
-            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+            Message.status.in_(OUTBOX_PENDING),
             Message.next_attempt_at <= cutoff,
         ),
     ]

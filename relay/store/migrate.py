@@ -22,6 +22,17 @@ def head_revision(store: Store) -> str:
     return ScriptDirectory.from_config(alembic_config(store)).get_current_head() or ""
 
 
+def upgrade_url(url: str, revision: str = "head") -> None:
+    """Migrate the database at ``url`` on an engine of its own (tests, benchmarks)."""
+    from relay.store.database import make_engine
+
+    store = Store(make_engine(url))
+    try:
+        upgrade(store, revision)
+    finally:
+        store.dispose()
+
+
 def upgrade(store: Store, revision: str = "head") -> None:
     config = alembic_config(store)
     with store.engine.begin() as conn:

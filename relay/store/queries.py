@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
+from relay.core.values import MessageStatus
 from relay.store.models import CONTACT_SLOT_INDEX, Contact, Instance, Message, Todo, Transition
 
 
@@ -72,10 +73,6 @@ def oldest_queued(session: Session, contact_id: int) -> Instance | None:
     )
 
 
-def live_instance_for_contact(session: Session, contact_id: int) -> Instance | None:
-    return slot_holder(session, contact_id)
-
-
 def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
     """Instances waiting for the contact's slot, paused or not, oldest first."""
     return session.scalars(
@@ -92,7 +89,11 @@ def todos_of(session: Session, instance_id: str) -> Sequence[Todo]:
     ).all()
 
 
-UNDELIVERABLE = ("failed", "blocked", "cancelled")
+UNDELIVERABLE = (
+    MessageStatus.FAILED.value,
+    MessageStatus.BLOCKED.value,
+    MessageStatus.CANCELLED.value,
+)
 
 
 def transcript_of(
@@ -121,7 +122,7 @@ def history_of(session: Session, instance_id: str) -> Sequence[Transition]:
 def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]:
     return session.scalars(
         select(Message)
-        .where(Message.instance_id == instance_id, Message.status == "received")
+        .where(Message.instance_id == instance_id, Message.status == MessageStatus.RECEIVED.value)
         .order_by(Message.id)
     ).all()
 
@@ -178,7 +179,9 @@ def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str,
     found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(*CONTEXT_COLUMNS)
-        .where(Message.instance_id.in_(instance_ids), Message.status == "received")
+        .where(
+            Message.instance_id.in_(instance_ids), Message.status == MessageStatus.RECEIVED.value
+        )
         .order_by(Message.id)
     ):
         found[row.instance_id or ""].append(row)
@@ -203,7 +206,9 @@ def unprocessed_inbound_for(
     found: dict[str, list[Message]] = {i: [] for i in instance_ids}
     for message in session.scalars(
         select(Message)
-        .where(Message.instance_id.in_(instance_ids), Message.status == "received")
+        .where(
+            Message.instance_id.in_(instance_ids), Message.status == MessageStatus.RECEIVED.value
+        )
         .order_by(Message.id)
     ):
         found[message.instance_id or ""].append(message)

@@ -13,8 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -127,18 +126,6 @@ def run_relay(
         timeout=timeout,
         check=False,
     )
-
-
-def wait_until(check: Callable[[], T], timeout: float = 30.0, every: float = 0.05) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still not true after {timeout}s: {check}")
-        time.sleep(every)
 
 
 @dataclass

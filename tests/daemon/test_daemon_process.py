@@ -30,13 +30,12 @@ from daemon_support import (
     row,
     run_relay,
     sent_texts,
-    wait_until,
 )
 from sqlalchemy import bindparam, func, select, update
 
 from relay.engine.service import Relay
 from relay.store.models import Instance, Message
-from relay.testing import FakeClock
+from relay.testing import FakeClock, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -245,18 +244,30 @@ def slow_agent_config(folder: Path, seconds: float) -> Path:
     return marker
 
 
-@SQLITE_ONLY
-def test_sigterm_finishes_the_turn_in_progress_and_commits_it(
-    db_url: str, make_relay: Callable[..., Relay], tmp_path: Path
-) -> None:
-    relay = make_relay(db_url)
+def _daemon_mid_turn(
+    relay: Relay, db_url: str, tmp_path: Path, *, agent_seconds: int
+) -> tuple[DaemonProcess, str]:
+    """A real daemon whose slow command agent is in the middle of a turn."""
     work = tmp_path / "work"
-    marker = slow_agent_config(work, seconds=2)
+    marker = slow_agent_config(work, seconds=agent_seconds)
     daemon = DaemonProcess(work, child_env(db_url)).start()
     try:
         wait_until(lambda: daemon_row(relay, daemon.pid), timeout=30)
         iid = relay.start(PHONE, "Confirm the date", ["Which day?"], agent="command").id
         wait_until(marker.exists, timeout=30)
+    except BaseException:
+        daemon.kill()
+        raise
+    return daemon, iid
+
+
+@SQLITE_ONLY
+def test_sigterm_finishes_the_turn_in_progress_and_commits_it(
+    db_url: str, make_relay: Callable[..., Relay], tmp_path: Path
+) -> None:
+    relay = make_relay(db_url)
+    daemon, iid = _daemon_mid_turn(relay, db_url, tmp_path, agent_seconds=2)
+    try:
         daemon.signal(signal.SIGTERM)
         code = daemon.wait(timeout=30)
     finally:
@@ -273,13 +284,8 @@ def test_a_second_signal_exits_at_once(
     db_url: str, make_relay: Callable[..., Relay], tmp_path: Path
 ) -> None:
     relay = make_relay(db_url)
-    work = tmp_path / "work"
-    marker = slow_agent_config(work, seconds=10)
-    daemon = DaemonProcess(work, child_env(db_url)).start()
+    daemon, iid = _daemon_mid_turn(relay, db_url, tmp_path, agent_seconds=10)
     try:
-        wait_until(lambda: daemon_row(relay, daemon.pid), timeout=30)
-        iid = relay.start(PHONE, "Confirm the date", ["Which day?"], agent="command").id
-        wait_until(marker.exists, timeout=30)
         daemon.signal(signal.SIGTERM)
         wait_until(lambda: "signal SIGTERM" in daemon.text(), timeout=10)
         started = time.monotonic()

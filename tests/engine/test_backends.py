@@ -13,6 +13,7 @@ import pytest
 from engine_support import PHONE, ChatServer, Engine, serve_chat
 
 import relay
+from relay.core.turns import ACTION_NAMES
 
 ECHO_AGENT = Path(relay.__file__).resolve().parents[1] / "examples" / "echo_agent.py"
 KEY = "sk-loopback-0123456789"
@@ -188,15 +189,7 @@ def test_the_openai_agent_holds_a_conversation_through_tool_calls(
     assert first["path"] == "/v1/chat/completions"
     assert first["headers"]["Authorization"] == f"Bearer {KEY}"
     assert first["body"]["model"] == "test-model"
-    assert {t["function"]["name"] for t in first["body"]["tools"]} >= {
-        "send_message",
-        "mark_todo_item",
-        "end_conversation",
-        "request_human_intervention",
-        "schedule_next_heartbeat",
-        "set_state",
-        "place_call",
-    }
+    assert {t["function"]["name"] for t in first["body"]["tools"]} >= set(ACTION_NAMES)
     messages = second["body"]["messages"]
     assert messages[0]["role"] == "system"
     assert "contact:language" in messages[0]["content"]

@@ -243,15 +243,23 @@ def _batching(register_channel: Callable[[str, Any], None]) -> BatchingChannel:
     return channel
 
 
-def test_a_channel_with_send_many_gets_a_group_in_one_call(
+def _eight_notes_queued(
     make_engine: Any, register_channel: Callable[[str, Any], None]
-) -> None:
+) -> tuple[BatchingChannel, Any, str]:
+    """A conversation on a batching channel with eight operator notes to deliver."""
     channel = _batching(register_channel)
     engine = make_engine(**FLAKY)
     iid = engine.start()
     engine.tick()
     for n in range(8):
         engine.relay.send(iid, f"note {n}")
+    return channel, engine, iid
+
+
+def test_a_channel_with_send_many_gets_a_group_in_one_call(
+    make_engine: Any, register_channel: Callable[[str, Any], None]
+) -> None:
+    channel, engine, iid = _eight_notes_queued(make_engine, register_channel)
 
     assert engine.tick().delivery.sent == 8
 
@@ -264,12 +272,7 @@ def test_a_channel_with_send_many_gets_a_group_in_one_call(
 def test_a_failed_send_many_retries_each_of_its_messages_with_their_keys(
     make_engine: Any, register_channel: Callable[[str, Any], None]
 ) -> None:
-    channel = _batching(register_channel)
-    engine = make_engine(**FLAKY)
-    iid = engine.start()
-    engine.tick()
-    for n in range(8):
-        engine.relay.send(iid, f"note {n}")
+    channel, engine, iid = _eight_notes_queued(make_engine, register_channel)
     channel.batch_failures = [ChannelError("HTTP 503")]
 
     report = engine.tick()
