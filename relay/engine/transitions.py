@@ -93,15 +93,18 @@ def apply_event(
         reason=reason,
         created_at=now,
     )
+    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
     log.info(
-        "instance %s: %s -> %s (%s by %s%s)",
+        "instance %s: %s -> %s (%s by %s)",
         instance.id,
         current.value,
         target.value,
         event.value,
         actor,
-        f": {reason}" if reason else "",
+        extra={"instance_id": instance.id},
     )
+    if reason:
+        log.debug("instance %s: reason: %s", instance.id, reason, extra={"instance_id": instance.id})
     _update_slot(session, instance, now)
     if replies_waiting is None and target is State.WAITING_FOR_REPLY:
         replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))

@@ -242,7 +242,12 @@ class TurnRunner:
         except AgentError as exc:
             if not exc.transient:
                 raise
-            log.warning("instance %s: agent failed (%s); retrying once", context.instance_id, exc)
+            log.warning(
+                "instance %s: agent failed; retrying once",
+                context.instance_id,
+                extra={"instance_id": context.instance_id},
+            )
+            log.debug("instance %s: agent error: %s", context.instance_id, exc)
         try:
             return agent.run(context)
         except AgentError as exc:
@@ -397,7 +402,7 @@ class TurnRunner:
             log_rows=loaded.log_rows,
         )
         for note in plan.notes:
-            log.info("instance %s: %s", instance_id, note)
+            log.info("instance %s: %s", instance_id, note, extra={"instance_id": instance_id})
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
@@ -452,7 +457,9 @@ class TurnRunner:
     def _intervene(
         self, session: Session, instance: Instance, reason: TurnReason, why: str
     ) -> TurnOutcome:
-        log.warning("instance %s: needs a human: %s", instance.id, why)
+        # ``why`` may carry the agent's or the contact's words: DEBUG only.
+        log.warning("instance %s: needs a human", instance.id, extra={"instance_id": instance.id})
+        log.debug("instance %s: needs a human: %s", instance.id, why)
         final = transitions.apply_event(
             session,
             instance,
@@ -468,7 +475,11 @@ class TurnRunner:
     ) -> TurnOutcome:
         """The outcome of a turn whose instance changed; inside a transaction, pass its
         session (a second transaction would wait forever for SQLite's write lock)."""
-        log.info("instance %s: changed during the turn; its result was discarded", instance_id)
+        log.info(
+            "instance %s: changed during the turn; its result was discarded",
+            instance_id,
+            extra={"instance_id": instance_id},
+        )
         query = select(Instance.state).where(Instance.id == instance_id)
         if session is not None:
             state = session.scalar(query)
