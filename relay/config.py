@@ -53,8 +53,14 @@ BACKEND_SECTIONS = ("channels", "agent")
 
 #: Known keys whose value is a duration (``30m``); ``agent.timeout`` may also be seconds.
 DURATION_KEYS = frozenset(
-    {"defaults.heartbeat", "agent.timeout", "turns.lease", "outbox.backoff", "daemon.pulse",
-     "daemon.poll"}
+    {
+        "defaults.heartbeat",
+        "agent.timeout",
+        "turns.lease",
+        "outbox.backoff",
+        "daemon.pulse",
+        "daemon.poll",
+    }
 )
 
 

@@ -52,7 +52,9 @@ def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
     if fmt not in ("text", "json"):
         raise InvalidInput(f"--log-format must be text or json, not {fmt!r}")
     handler: logging.Handler = (
-        logging.FileHandler(_private_log(log_file)) if log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(_private_log(log_file))
+        if log_file
+        else logging.StreamHandler(sys.stderr)
     )
     if fmt == "json":
         handler.setFormatter(JsonFormatter())

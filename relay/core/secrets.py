@@ -62,9 +62,7 @@ def mask_url(url: str) -> str:
     query = parts.query
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode(
-            [(k, MASK if _secret_param(k) else v) for k, v in pairs], safe="*"
-        )
+        query = urlencode([(k, MASK if _secret_param(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

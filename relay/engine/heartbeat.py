@@ -102,7 +102,10 @@ def _abandon(session: Session, instance: Instance, now: datetime) -> None:
 
 def _stuck(session: Session, instance: Instance, now: datetime, why: str) -> None:
     log.error(
-        "instance %s: cannot send its follow-up: %s", instance.id, why, extra={"instance_id": instance.id}
+        "instance %s: cannot send its follow-up: %s",
+        instance.id,
+        why,
+        extra={"instance_id": instance.id},
     )
     transitions.apply_event(
         session,

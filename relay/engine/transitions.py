@@ -94,6 +94,7 @@ def apply_event(
         created_at=now,
     )
     # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
+    instance_extra = {"instance_id": instance.id}
     log.info(
         "instance %s: %s -> %s (%s by %s)",
         instance.id,
@@ -101,10 +102,9 @@ def apply_event(
         target.value,
         event.value,
         actor,
-        extra={"instance_id": instance.id},
+        extra=instance_extra,
     )
-    if reason:
-        log.debug("instance %s: reason: %s", instance.id, reason, extra={"instance_id": instance.id})
+    log.debug("instance %s: reason: %s", instance.id, reason or "-", extra=instance_extra)
     _update_slot(session, instance, now)
     if replies_waiting is None and target is State.WAITING_FOR_REPLY:
         replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))

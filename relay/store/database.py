@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -64,10 +64,9 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # Take transaction control from the driver so BEGIN IMMEDIATE is ours.
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
-        try:
+        with suppress(sqlite3.OperationalError):
+            # A read-only file cannot change its journal; reads still work.
             cursor.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError:
-            pass  # a read-only file cannot change its journal; reads still work
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -90,10 +89,8 @@ def _private_file(path: Path) -> None:
     if not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not path.exists():
-        try:
+        with suppress(FileExistsError):
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:
-            pass
 
 
 def _read_only(path: Path) -> bool:
