@@ -36,6 +36,7 @@ from relay.core.turns import (
 )
 from relay.core.values import Author, MessageStatus
 from relay.engine import policy, scoped_state, transitions
+from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo
@@ -389,6 +390,8 @@ class TurnRunner:
             )
         now = self.relay.now()
         self._apply_plan(session, instance, plan, context, now, loaded)
+        if plan.opt_out_reason is not None:
+            return self._opt_out(session, instance, context, plan.opt_out_reason, now)
         # Inbound that arrived after the context was read is still unprocessed:
         # entering WAITING_FOR_REPLY answers it (known here without a query).
         waiting = any(m.status == MessageStatus.RECEIVED.value for m in loaded.inbound[instance_id])
@@ -444,6 +447,26 @@ class TurnRunner:
                 message.processed_at = now
         if plan.next_heartbeat is not None:
             instance.heartbeat_override_seconds = int(plan.next_heartbeat.total_seconds())
+
+    def _opt_out(
+        self,
+        session: Session,
+        instance: Instance,
+        context: TurnContext,
+        reason: str,
+        now: datetime,
+    ) -> TurnOutcome:
+        """The agent understood "leave me alone": the same opt-out as a STOP keyword
+        (this conversation ends, queued ones fail, nothing more is sent)."""
+        person = session.get(Contact, instance.contact_id)
+        assert person is not None
+        record_opt_out(session, person, now, reason=f"agent: {reason}")
+        log.info(
+            "instance %s: the agent recorded an opt-out",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(instance.id, context.reason.value, instance.state)
 
     # -- failure -------------------------------------------------------------
 

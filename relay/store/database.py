@@ -115,6 +115,23 @@ def _immutable(path: Path) -> Callable[[], sqlite3.Connection]:
     return connect
 
 
+def is_newer(revision: str) -> bool:
+    """Whether a stamped revision comes after this code's head (revisions are
+    numbered ``0001``, ``0002``...; one this code has never heard of is newer too)."""
+    if revision == HEAD_REVISION:
+        return False
+    if revision.isdigit() and HEAD_REVISION.isdigit():
+        return int(revision) > int(HEAD_REVISION)
+    return True
+
+
+def newer_message(revision: str) -> str:
+    return (
+        f"the database is at revision {revision}, newer than this relay "
+        f"(knows up to {HEAD_REVISION}); upgrade relay"
+    )
+
+
 class Store:
     """The engine plus a session factory; ``transaction()`` is one unit of work."""
 
@@ -155,6 +172,8 @@ class Store:
     def check_schema(self) -> None:
         """Refuse to work on a database whose schema is not this code's head."""
         current = self.revision()
+        if current is not None and is_newer(current):
+            raise SchemaOutOfDate(newer_message(current))
         if current != HEAD_REVISION:
             found = current or "no relay schema"
             raise SchemaOutOfDate(
