@@ -282,9 +282,9 @@ def test_the_default_region_applies_to_national_numbers() -> None:
     assert normalise_address("+44 20 7946 0018", "US").value == "+442079460018"
 
 
-def test_email_addresses_are_validated_with_a_lower_cased_domain() -> None:
+def test_email_addresses_are_validated_and_lower_cased() -> None:
     address = normalise_address("  Ann.Lee@Example.COM ", "US")
-    assert address.value == "Ann.Lee@example.com"
+    assert address.value == "ann.lee@example.com"
     assert address.kind == "email"
     assert normalise_address("ann.lee@example.com").value == "ann.lee@example.com"
 

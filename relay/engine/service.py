@@ -232,7 +232,7 @@ class Relay:
     # -- reads ------------------------------------------------------------
 
     def get(self, instance_id: str) -> InstanceView:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             return self._view(session, queries.resolve_instance(session, instance_id))
 
     def list(
@@ -251,13 +251,13 @@ class Relay:
         if contact:
             query = query.where(Contact.address == self.normalise(contact))
         query = query.order_by(Instance.seq.desc()).limit(limit)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             rows = session.execute(query).all()
             todos = queries.todos_for(session, [inst.id for inst, _ in rows]) if rows else {}
             return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
             address = session.get(Contact, instance.contact_id).address  # type: ignore[union-attr]
             return [
@@ -265,7 +265,7 @@ class Relay:
             ]
 
     def history(self, instance_id: str) -> list[TransitionView]:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
             return [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
 
@@ -415,7 +415,7 @@ class Relay:
 
     def contact(self, contact: str) -> ContactView:
         address = self.normalise(contact)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             person = self._contact(session, address, create=False)
             return self._contact_view(session, person)
 
@@ -466,7 +466,7 @@ class Relay:
     # -- status -------------------------------------------------------------
 
     def status(self) -> StatusView:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             states = queries.count_by(session, Instance.state)
             outbound = queries.count_by(
                 session, Message.status, Message.direction == Direction.OUTBOUND.value
