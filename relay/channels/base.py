@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
 from relay.core.registry import Registry
+from relay.core.values import DeliveryStatus, InboundKind
 
 
 class ChannelError(RelayError):
@@ -39,6 +40,9 @@ class Outbound:
     to: str
     text: str
     idempotency_key: str
+    thread: tuple[str, ...] = ()
+    subject: str | None = None
+    unsubscribe_token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,27 @@ class Inbound:
     text: str
     received_at: datetime | None = None
     provider_message_id: str | None = None
+    references: tuple[str, ...] = ()
+    kind: InboundKind = InboundKind.MESSAGE
+    raw: str | None = None
+    resume_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Receipt:
+    provider_message_id: str
+    status: DeliveryStatus
+    error: str | None = None
+    permanent: bool = False
+    opted_out: bool = False
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    messages: Sequence[Inbound] = ()
+    receipts: Sequence[Receipt] = ()
+    cursor: str | None = None
 
 
 class Channel(Protocol):

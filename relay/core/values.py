@@ -59,6 +59,27 @@ class MessageStatus(StrEnum):
         return self.value
 
 
+class InboundKind(StrEnum):
+    MESSAGE = "message"
+    AUTO_REPLY = "auto_reply"
+    UNSUBSCRIBE = "unsubscribe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DeliveryStatus(StrEnum):
+    SENT = "sent"
+    DELIVERED = "delivered"
+    READ = "read"
+    UNDELIVERED = "undelivered"
+    FAILED = "failed"
+    BOUNCED = "bounced"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Scope(StrEnum):
     APP = "app"
     CONTACT = "contact"

@@ -62,9 +62,8 @@ def _looks_like_bounce(mail: Message) -> bool:
     subject = str(mail.get("Subject", ""))
     return_path = str(mail.get("Return-Path", "")).strip()
     null_sender = return_path in {"<>", ""} and "Return-Path" in mail
-    if _BOUNCE_SUBJECTS.search(subject):
-        return bool(_DAEMON_SENDERS.match(sender)) or null_sender or "delivery" in subject.lower()
-    return bool(_DAEMON_SENDERS.match(sender)) and _has_original(mail)
+    machine = bool(_DAEMON_SENDERS.match(sender)) or null_sender
+    return machine and (bool(_BOUNCE_SUBJECTS.search(subject)) or _has_original(mail))
 
 
 def _has_original(mail: Message) -> bool:

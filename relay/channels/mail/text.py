@@ -29,16 +29,18 @@ _QUOTED = re.compile(r"^\s*>")
 def new_part(body: str) -> str:
     """The reply without quoted history, signature or mobile trailer.
 
-    If stripping leaves nothing (a contact who only forwarded the history),
-    the unquoted lines are kept, so a reply is never reduced to an empty one.
+    Lines quoted with ``>`` are dropped wherever they stand (also between the
+    answers of an inline reply). If stripping leaves nothing, the unquoted
+    lines of the whole body are kept, so a reply is never reduced to nothing.
     """
     text = body.replace("\r\n", "\n").replace("\r", "\n")
-    latest = _latest_reply(text)
-    kept = _cut_signature(latest).strip()
-    if kept:
-        return kept
-    unquoted = "\n".join(line for line in text.split("\n") if not _QUOTED.match(line))
-    return _cut_signature(unquoted).strip()
+    kept = _cut_signature(_unquoted(_latest_reply(text))).strip()
+    return kept or _cut_signature(_unquoted(text)).strip()
+
+
+def _unquoted(text: str) -> str:
+    """Without ``>`` lines: what is quoted was written before, whoever wrote it."""
+    return "\n".join(line for line in text.split("\n") if not _QUOTED.match(line))
 
 
 def _latest_reply(text: str) -> str:
