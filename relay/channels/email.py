@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from relay.channels.base import (
     ChannelError,
-    Incoming,
     Inbound,
+    Incoming,
     Outbound,
     PermanentChannelError,
     Receipt,

@@ -49,9 +49,7 @@ class ImapServer:
         log = open(self.root / "pymap.log", "ab")  # noqa: SIM115 - the child holds it
         command = [sys.executable, "-c", _RUN, "--host", self.host, "--port", str(self.port)]
         command += ["--no-tls", "maildir", str(self.root)]
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-        )
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         log.close()
         deadline = time.monotonic() + timeout
         while not self._answers():

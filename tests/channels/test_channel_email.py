@@ -175,12 +175,16 @@ def test_a_long_thread_keeps_the_first_and_the_latest_references(mail, smtp_serv
     thread = tuple(f"<m{n}@relay>" for n in range(40))
     mail().send(Outbound(41, "r7k2", ANN, "x", "k41", thread=thread, subject="S"))
     references = str(sent(smtp_server)["References"]).split()
-    assert len(references) == 20 and references[0] == "<m0@relay>" and references[-1] == "<m39@relay>"
+    assert len(references) == 20
+    assert references[0] == "<m0@relay>" and references[-1] == "<m39@relay>"
 
 
 def test_from_name_reply_to_and_signature(mail, smtp_server):
-    channel = mail(from_name="Ana from the Depot", reply_to="desk@example.org",
-                   signature="Ana Lopez\nDepot team")
+    channel = mail(
+        from_name="Ana from the Depot",
+        reply_to="desk@example.org",
+        signature="Ana Lopez\nDepot team",
+    )
     channel.send(Outbound(1, "r7k2", ANN, "Hello Ann", "k1", subject="S"))
 
     email = sent(smtp_server)
@@ -200,8 +204,9 @@ def test_list_unsubscribe_has_a_mailto_always(mail, smtp_server):
 
 
 def test_one_click_unsubscribe_with_an_https_url_and_a_token(mail, smtp_server):
-    channel = mail(unsubscribe_mailto="leave@example.org",
-                   unsubscribe_url="https://relay.example.org/")
+    channel = mail(
+        unsubscribe_mailto="leave@example.org", unsubscribe_url="https://relay.example.org/"
+    )
     channel.send(Outbound(1, "r7k2", ANN, "Hello", "k1", unsubscribe_token="tok123"))
 
     email = sent(smtp_server)
@@ -220,17 +225,25 @@ def test_an_http_unsubscribe_url_is_a_config_error():
 def test_check_and_address_problem(monkeypatch):
     monkeypatch.delenv("RELAY_TEST_SMTP_PASSWORD", raising=False)
     monkeypatch.delenv("RELAY_TEST_IMAP_PASSWORD", raising=False)
-    channel = make_channel("email", {
-        "host": "h", "from": "a@b.c", "username": "a", "password_env": "RELAY_TEST_SMTP_PASSWORD",
-        "imap_host": "imap.b.c", "imap_password_env": "RELAY_TEST_IMAP_PASSWORD",
-    })
+    channel = make_channel(
+        "email",
+        {
+            "host": "h",
+            "from": "a@b.c",
+            "username": "a",
+            "password_env": "RELAY_TEST_SMTP_PASSWORD",
+            "imap_host": "imap.b.c",
+            "imap_password_env": "RELAY_TEST_IMAP_PASSWORD",
+        },
+    )
     problems = channel.check()
     assert any("RELAY_TEST_SMTP_PASSWORD" in p for p in problems)
     assert any("RELAY_TEST_IMAP_PASSWORD" in p for p in problems)
     monkeypatch.setenv("RELAY_TEST_SMTP_PASSWORD", "x")
     monkeypatch.setenv("RELAY_TEST_IMAP_PASSWORD", "y")
     assert channel.check() == []
-    assert channel.address_problem("+15551230001") == "the email channel cannot reach a phone number"
+    problem = channel.address_problem("+15551230001")
+    assert problem == "the email channel cannot reach a phone number"
     assert channel.address_problem(ANN) is None
 
 
@@ -239,19 +252,39 @@ def test_check_and_address_problem(monkeypatch):
     [
         ({}, (993, True, False, "a", "RELAY_SMTP", "INBOX")),
         ({"imap_starttls": True}, (143, False, True, "a", "RELAY_SMTP", "INBOX")),
-        ({"imap_ssl": False, "imap_port": "1143", "imap_username": "b",
-          "imap_password_env": "RELAY_IMAP", "imap_mailbox": "Relay"},
-         (1143, False, False, "b", "RELAY_IMAP", "Relay")),
+        (
+            {
+                "imap_ssl": False,
+                "imap_port": "1143",
+                "imap_username": "b",
+                "imap_password_env": "RELAY_IMAP",
+                "imap_mailbox": "Relay",
+            },
+            (1143, False, False, "b", "RELAY_IMAP", "Relay"),
+        ),
     ],
 )
 def test_imap_settings_default_to_the_smtp_login(extra, expected):
-    channel = make_channel("email", {
-        "host": "h", "from": "a@b.c", "username": "a", "password_env": "RELAY_SMTP",
-        "imap_host": "imap.b.c", **extra,
-    })
+    channel = make_channel(
+        "email",
+        {
+            "host": "h",
+            "from": "a@b.c",
+            "username": "a",
+            "password_env": "RELAY_SMTP",
+            "imap_host": "imap.b.c",
+            **extra,
+        },
+    )
     imap = channel.imap
-    assert (imap.port, imap.use_ssl, imap.starttls, imap.username, imap.password_env,
-            imap.mailbox) == expected
+    assert (
+        imap.port,
+        imap.use_ssl,
+        imap.starttls,
+        imap.username,
+        imap.password_env,
+        imap.mailbox,
+    ) == expected
 
 
 # --- polling a real IMAP server ----------------------------------------------------------------

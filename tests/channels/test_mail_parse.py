@@ -103,7 +103,8 @@ def test_a_bounce_is_a_receipt_for_our_message():
     mail = (
         "From: MAILER-DAEMON@mx.example.com\nTo: sales@example.org\n"
         "Subject: Undelivered Mail Returned to Sender\nMessage-ID: <b1@mx.example.com>\n"
-        'MIME-Version: 1.0\nContent-Type: multipart/report; report-type=delivery-status; boundary="B"\n\n'
+        "MIME-Version: 1.0\nContent-Type: multipart/report; report-type=delivery-status;"
+        ' boundary="B"\n\n'
         "--B\nContent-Type: text/plain\n\nSorry.\n\n"
         "--B\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.example.com\n\n"
         "Final-Recipient: rfc822; nobody@example.com\nAction: failed\nStatus: 5.1.1\n"
@@ -130,7 +131,7 @@ def test_a_bounce_about_an_unknown_message_is_kept_as_an_auto_reply():
 
 
 def test_our_own_mail_and_delay_warnings_are_not_stored():
-    own = "From: sales@example.org\nTo: a@example.com\nSubject: x\nMessage-ID: <msg-1-a@relay>\n\nx\n"
+    own = "From: sales@example.org\nTo: a@b.com\nSubject: x\nMessage-ID: <msg-1-a@relay>\n\nx\n"
     assert parse(own) is None
 
 

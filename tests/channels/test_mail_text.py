@@ -56,7 +56,7 @@ Sent from my iPhone
 
 SIGNATURE = """Tuesday is fine.
 
--- 
+--\x20
 Carol Jones
 ACME Corp | +1 555 0100
 """
@@ -87,7 +87,7 @@ Le lun. 3 mars 2025 à 09:12, Ana <sales@example.org> a écrit :
         (FRENCH, "Jeudi me convient."),
         ("Just this.\r\n", "Just this."),
     ],
-    ids=["gmail", "gmail-wrapped", "outlook", "outlook-original", "apple", "sig", "de", "fr", "crlf"],
+    ids=["gmail", "gmail-wrapped", "outlook", "outlook-orig", "apple", "sig", "de", "fr", "crlf"],
 )
 def test_only_the_new_part_is_kept(body, expected):
     assert new_part(body) == expected

@@ -79,7 +79,10 @@ _MONTHS = {
 }
 _MONTH = "(" + "|".join(sorted(map(re.escape, _MONTHS), key=len, reverse=True)) + r")\.?"
 # "until" names the last day away; the others name the day of return.
-_UNTIL = r"(until|till|through|thru|bis( zum| einschließlich)?|jusqu'(au|à)|hasta( el)?|fino al|tot( en met)?)"
+_UNTIL = (
+    r"(until|till|through|thru|bis( zum| einschließlich)?|jusqu'(au|à)|hasta( el)?|"
+    r"fino al|tot( en met)?)"
+)
 _BACK = (
     r"(back|return(ing)?|returns|in the office|zurück|wieder (im büro|da|erreichbar)|"
     r"de retour|retour|de vuelta|regreso|rientro|terug)"

@@ -68,8 +68,7 @@ def _looks_like_bounce(mail: Message) -> bool:
 
 def _has_original(mail: Message) -> bool:
     return any(
-        part.get_content_type() in {"message/rfc822", "text/rfc822-headers"}
-        for part in mail.walk()
+        part.get_content_type() in {"message/rfc822", "text/rfc822-headers"} for part in mail.walk()
     )
 
 

@@ -176,4 +176,3 @@ def _raw_text(raw: bytes) -> str:
     if len(text) > MAX_RAW:
         return text[:MAX_RAW] + "\n[... cut by relay at 1,000,000 characters]"
     return text
-
