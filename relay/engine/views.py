@@ -116,6 +116,8 @@ class MessageView:
     last_error: str | None
     created_at: datetime
     sent_at: datetime | None
+    kind: str = "message"
+    raw: str | None = None  # inbound: the message as received (a whole email), for audit
 
     @classmethod
     def build(cls, message: Message, contact: str) -> MessageView:
@@ -132,9 +134,11 @@ class MessageView:
             last_error=message.last_error,
             created_at=message.created_at,
             sent_at=message.sent_at,
+            kind=getattr(message, "kind", None) or "message",
+            raw=getattr(message, "raw", None),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, raw: bool = False) -> dict[str, Any]:
         return {
             "id": self.id,
             "instance_id": self.instance_id,
@@ -148,6 +152,8 @@ class MessageView:
             "last_error": self.last_error,
             "created_at": isoformat(self.created_at),
             "sent_at": isoformat(self.sent_at),
+            "kind": self.kind,
+            **({"raw": self.raw} if raw else {}),
         }
 
 
