@@ -197,7 +197,13 @@ def test_a_4xx_failure_is_a_soft_bounce():
 
 def test_a_delay_warning_is_not_a_failure():
     bounce = parse_bounce(parsed(DSN_DELAYED))
-    assert bounce is not None and bounce.delayed
+    assert bounce is not None and bounce.delayed and not bounce.delivered
+
+
+def test_a_success_report_is_a_delivery():
+    success = DSN.replace("Action: failed", "Action: delivered").replace("5.1.1", "2.0.0")
+    bounce = parse_bounce(parsed(success))
+    assert bounce is not None and bounce.delivered and not bounce.permanent
 
 
 def test_qmail_failure_notice():

@@ -41,7 +41,8 @@ class Bounce:
     original_message_id: str | None
     permanent: bool
     error: str
-    delayed: bool = False  # a "still trying" warning (Action: delayed), not a failure
+    delayed: bool = False  # a "still trying" warning (Action: delayed/relayed), not a failure
+    delivered: bool = False  # a success report (Action: delivered), asked for by NOTIFY=SUCCESS
 
 
 def parse_bounce(mail: Message) -> Bounce | None:
@@ -106,7 +107,8 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
         original_message_id=original_message_id(mail),
         permanent=status.startswith("5") and action == "failed",
         error=error[:500],
-        delayed=not failed and action in {"delayed", "relayed", "expanded", "delivered"},
+        delayed=not failed and action in {"delayed", "relayed", "expanded"},
+        delivered=not failed and action == "delivered",
     )
 
 

@@ -66,11 +66,12 @@ def _bounce(
         log.info("delivery delayed (still being retried): %s", bounce.error)
         return None
     if bounce.original_message_id:
+        delivered = bounce.delivered
         return Receipt(
             provider_message_id=angle(bounce.original_message_id),
-            status=DeliveryStatus.BOUNCED,
-            error=bounce.error,
-            permanent=bounce.permanent,
+            status=DeliveryStatus.DELIVERED if delivered else DeliveryStatus.BOUNCED,
+            error=None if delivered else bounce.error,
+            permanent=bounce.permanent and not delivered,
             at=at,
         )
     return Inbound(
