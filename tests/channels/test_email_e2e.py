@@ -335,3 +335,25 @@ def test_a_crash_between_fetching_and_storing_reads_the_mail_again_and_stores_it
     pulse(relay)
     assert [m.body for m in inbound(relay)] == ["Thursday."]
     assert len(smtp_server.messages) == 2  # the agent answered once
+
+
+def test_start_refuses_a_phone_number_and_a_missing_password(make_relay, db_url, clock):
+    from relay.core.errors import RelayError
+
+    settings = {"type": "email", "host": "127.0.0.1", "from": "sales@example.org"}
+    overrides = {f"channels.email.{key}": value for key, value in settings.items()}
+    relay = make_relay(db_url, clock, **overrides)
+    with pytest.raises(RelayError, match="cannot reach a phone number"):
+        relay.start("+15551230001", "confirm", TODOS, channel="email")
+
+    locked = make_relay(
+        db_url,
+        clock,
+        **overrides,
+        **{
+            "channels.email.password_env": "RELAY_TEST_NO_SUCH_VAR",
+            "channels.email.username": "sales",
+        },
+    )
+    with pytest.raises(RelayError, match="RELAY_TEST_NO_SUCH_VAR"):
+        locked.start(ALICE, "confirm", TODOS, channel="email")
