@@ -72,6 +72,7 @@ class ImapConfig:
     starttls: bool = False
     backfill: timedelta = timedelta(days=1)
     batch: int = 100
+    retry: float = 30.0
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> ImapConfig | None:
@@ -97,6 +98,7 @@ class ImapConfig:
                 else setting_seconds(name, settings, "imap_backfill", "1d")
             ),
             batch=max(1, int(settings.get("imap_batch") or 100)),
+            retry=setting_seconds(name, settings, "imap_retry", "30s"),
         )
 
 
@@ -296,6 +298,7 @@ class EmailChannel:
                 timeout=self.timeout,
                 backfill=imap.backfill,
                 batch=imap.batch,
+                retry=imap.retry,
             )
             where = f"channel {self.name}: IMAP {imap.host}:{imap.port}"
             self._poller = ImapPoller(settings, lambda: self.now(), where)

@@ -4,6 +4,10 @@ daemon run; the clock is a FakeClock, so follow-ups come without waiting."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -15,7 +19,7 @@ from sqlalchemy import select
 
 from relay.engine.pulse import Pulse, PulseReport
 from relay.store.models import Contact, Instance, Message
-from relay.testing import FakeClock
+from relay.testing import FakeClock, wait_until
 
 ALICE = "alice@example.com"
 BOB = "bob@example.com"
@@ -256,10 +260,6 @@ def test_an_imap_outage_loses_nothing_and_duplicates_nothing(
 
 
 def run_relay(cwd, *args: str) -> Any:
-    import os
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     env |= {"NO_COLOR": "1", "RELAY_TEST_IMAP_PASSWORD": os.environ["RELAY_TEST_IMAP_PASSWORD"]}
     done = subprocess.run(
@@ -277,8 +277,6 @@ def run_relay(cwd, *args: str) -> Any:
 
 @pytest.mark.slow
 def test_relay_start_and_relay_tick_over_email(tmp_path, smtp_server, imap_server):
-    import json
-
     (tmp_path / "relay.toml").write_text(
         '[defaults]\nchannel = "email"\n\n[channels.email]\n'
         f'host = "127.0.0.1"\nport = {smtp_server.port}\nfrom = "sales@example.org"\n'
@@ -357,3 +355,51 @@ def test_start_refuses_a_phone_number_and_a_missing_password(make_relay, db_url,
     )
     with pytest.raises(RelayError, match="RELAY_TEST_NO_SUCH_VAR"):
         locked.start(ALICE, "confirm", TODOS, channel="email")
+
+
+@pytest.mark.slow
+def test_the_daemon_polls_the_mailbox_through_an_imap_outage(tmp_path, smtp_server, imap_server):
+    """A real ``relay daemon``: the reply that arrives while the IMAP server is down
+    is read once it is back, stored once and answered once in the thread."""
+    (tmp_path / "relay.toml").write_text(
+        '[defaults]\nchannel = "email"\n\n[daemon]\npoll = "1s"\n\n[channels.email]\n'
+        f'host = "127.0.0.1"\nport = {smtp_server.port}\nfrom = "sales@example.org"\n'
+        f'imap_host = "127.0.0.1"\nimap_port = {imap_server.port}\nimap_ssl = false\n'
+        'imap_username = "relay"\nimap_password_env = "RELAY_TEST_IMAP_PASSWORD"\n'
+        'imap_retry = "1s"\n'
+    )
+    run_relay(tmp_path, "start", ALICE, "--objective", "confirm the delivery", "--todo", TODOS[0])
+    first_id = mails(smtp_server)[0]["Message-ID"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+    env |= {"NO_COLOR": "1", "RELAY_TEST_IMAP_PASSWORD": os.environ["RELAY_TEST_IMAP_PASSWORD"]}
+    log_path = tmp_path / "daemon.log"
+    with open(log_path, "wb") as log:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "relay", "daemon"],
+            cwd=tmp_path,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        imap_server.stop()
+        wait_until(lambda: "IMAP" in log_path.read_text(errors="replace"), timeout=60)
+        imap_server.start()
+        imap_server.append(reply(ALICE, "<alice-1@x>", first_id, first_id, ALICE_REPLY))
+        wait_until(lambda: len(smtp_server.messages) >= 2, timeout=60)
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    answer = mails(smtp_server)[1]
+    assert answer["In-Reply-To"] == "<alice-1@x>"
+    assert len(smtp_server.messages) == 2, log_path.read_text(errors="replace")[-2000:]
+    shown = run_relay(tmp_path, "transcript", "--json", instance_of(tmp_path))
+    inbound_texts = [m["text"] for m in json.loads(shown.stdout) if m["direction"] == "inbound"]
+    assert inbound_texts == ["Thursday works for me.\n\nAlice"]
+
+
+def instance_of(cwd) -> str:
+    listed = json.loads(run_relay(cwd, "list", "--json").stdout)
+    (only,) = listed
+    return str(only["id"])

@@ -90,14 +90,16 @@ class ImapSettings:
     timeout: float = 30.0
     backfill: timedelta = timedelta(days=1)
     batch: int = 100  # at most this many mails per poll: memory stays bounded after an outage
+    retry: float = 30.0  # seconds before reconnecting after a first failure (then doubled)
 
 
 class Backoff:
     """Not reconnecting to a server that is down more often than a growing interval.
 
     The daemon polls every ``daemon.poll``; after a failure the poller waits
-    30 s, then 1, 2, 4... minutes, at most 10, before it connects again. It is
-    only a pace: the cursor in the store is what guarantees nothing is lost.
+    ``imap_retry`` (30 s), then twice as long after each further failure, at
+    most 10 minutes, before it connects again. It is only a pace: the cursor in
+    the store is what guarantees nothing is lost.
     """
 
     def __init__(self, now: Callable[[], datetime], first: float = 30.0, cap: float = 600.0):
@@ -131,7 +133,7 @@ class ImapPoller:
         self.settings = settings
         self.now = now
         self.where = where
-        self.backoff = Backoff(now)
+        self.backoff = Backoff(now, first=settings.retry)
 
     def fetch(self, cursor: str | None) -> tuple[list[Fetched], str | None]:
         """The mail after ``cursor`` (at most ``batch``) and the cursor after it."""
