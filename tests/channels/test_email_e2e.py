@@ -403,3 +403,22 @@ def instance_of(cwd) -> str:
     listed = json.loads(run_relay(cwd, "list", "--json").stdout)
     (only,) = listed
     return str(only["id"])
+
+
+def test_mail_to_the_unsubscribe_address_opts_the_contact_out(mail_relay, smtp_server, imap_server):
+    relay = mail_relay
+    view = relay.start(ALICE, "confirm the delivery", TODOS, heartbeat="1h")
+    pulse(relay)
+    header = mails(smtp_server)[0]["List-Unsubscribe"]
+    assert header == "<mailto:sales+unsubscribe@example.org?subject=unsubscribe>"
+
+    imap_server.append(
+        f"From: {ALICE}\nTo: sales+unsubscribe@example.org\nSubject: unsubscribe\n"
+        "Message-ID: <unsub-1@x>\n\nunsubscribe\n"
+    )
+    pulse(relay)
+    with relay.store.transaction() as session:
+        contact = session.scalar(select(Contact).where(Contact.address == ALICE))
+        assert contact is not None and contact.opted_out_at is not None
+    assert instance(relay, view.id).state in {"COMPLETED", "FAILED", "ABANDONED"}
+    assert len(smtp_server.messages) == 1
