@@ -98,11 +98,20 @@ class Relay:
         agent: str | None = None,
         window: str | None = None,
         actor: str = OPERATOR,
+        subject: str | None = None,
     ) -> InstanceView:
-        """Create an instance: CREATED, or QUEUED behind the contact's live one."""
+        """Create an instance: CREATED, or QUEUED behind the contact's live one.
+
+        ``subject`` is the conversation's subject on channels that have one
+        (email); without it, one is made from the objective
+        (:func:`relay.core.subjects.subject_from_objective`).
+        """
+        from relay.core.subjects import clean_subject, subject_from_objective
+
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
         todo_texts = [_clean_text(t, "todo") for t in todos]
+        title = clean_subject(subject) if subject else subject_from_objective(objective)
         interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
         followups = self._max_followups(max_followups)
         channel = channel or str(self.config.get("defaults.channel"))
@@ -125,6 +134,7 @@ class Relay:
             instance = self._insert_instance(
                 session, person, objective, interval, followups, channel, agent, window, now
             )
+            instance.subject = title
             for position, text in enumerate(todo_texts, start=1):
                 session.add(
                     Todo(
