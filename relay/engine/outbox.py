@@ -313,10 +313,12 @@ class Dispatcher:
                         "sent_at": done.at,
                         "next_attempt_at": None,
                         "last_error": None,
+                        "lease_owner": None,
                     }
                     for done in sent
                 ],
             )
+            self._move_heartbeats(session, sent)
         for done in sent:
             log.info(
                 "message %s to %s sent on %s (%s)",
