@@ -104,26 +104,31 @@ def doctor(
 
     Slot holders per contact, QUEUED only behind a holder, PAUSED with a prior
     state, a transition-log row for the current state, heartbeats only in
-    WAITING_FOR_REPLY, nothing queued for opted-out contacts, inbound that
-    arrived after its conversation ended or came from no usable address, and
-    channels or the agent that could not work (a missing secret).
+    WAITING_FOR_REPLY, nothing queued for opted-out contacts, and channels or
+    the agent that could not work (a missing secret). Inbound that arrived after
+    its conversation ended, or came from no usable address, is reported as a
+    notice (it breaks no rule, but a person should look).
     """
     from relay.engine import doctor as checks
 
     relay = state.relay()
     repaired = checks.repair(relay) if repair else []
     findings = checks.examine(relay)
+    notices = checks.notices(relay)
     if json_out:
         render.emit_json(
             {
                 "ok": not findings,
                 "findings": [f.to_json() for f in findings],
+                "notices": [f.to_json() for f in notices],
                 "repaired": [f.to_json() for f in repaired],
             }
         )
     else:
         for fix in repaired:
             render.line(f"repaired {fix.subject}: {fix.problem}")
+        for notice in notices:
+            render.warn(f"{notice.subject}: {notice.problem}")
         if not findings:
             render.line("ok: no invariant is broken")
         else:

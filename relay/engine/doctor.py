@@ -42,8 +42,14 @@ def examine(relay: Relay) -> list[Finding]:
         findings = _instance_findings(session, instances)
         findings += _slot_findings(instances)
         findings += _outbox_findings(session)
-        findings += _inbound_findings(session)
     return findings + _backend_findings(relay)
+
+
+def notices(relay: Relay) -> list[Finding]:
+    """What needs a person's eye but breaks no rule: replies after a conversation
+    ended, inbound from no usable address (``relay inbox`` lists them)."""
+    with relay.store.read_transaction() as session:
+        return _inbound_findings(session)
 
 
 def repair(relay: Relay, *, actor: str = "doctor") -> list[Finding]:

@@ -257,7 +257,8 @@ class Dispatcher:
                 _rule_out(message, ruling, report)
                 continue
             channel = message.channel or "console"
-            later = self.limits.hold_until(session, channel, now)
+            later = gate.window_opens(message, facts, self.relay.config, now)
+            later = later or self.limits.hold_until(session, channel, now)
             if later is not None:
                 message.status = MessageStatus.QUEUED.value
                 message.attempts -= 1

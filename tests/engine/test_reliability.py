@@ -306,3 +306,25 @@ def test_start_refuses_a_channel_that_cannot_work_and_writes_nothing(
     with engine.relay.store.transaction() as session:
         assert session.scalars(select(Message)).all() == []
         assert session.scalars(select(Instance)).all() == []
+
+
+def test_the_sending_window_is_checked_at_send_time_not_only_when_written(
+    make_engine: Any, test_channel: TestChannel
+) -> None:
+    """A first message written inside the window but retried past its close waits for
+    the window to open again (the clock starts Monday 12:00 UTC)."""
+    engine = _test_channel_engine(
+        make_engine, **{"defaults.window": "mon-fri 09:00-12:30", "outbox.backoff": "1h"}
+    )
+    iid = engine.start()
+    test_channel.failures = [ChannelError("hiccup")]
+    engine.tick()  # written and tried at 12:00; the retry is due at 13:00
+    engine.clock.advance(timedelta(hours=1, minutes=1))
+    engine.tick()
+    assert test_channel.delivered == {}
+    (message,) = engine.outbound(iid)
+    assert message.status == "queued"
+
+    engine.clock.advance(timedelta(hours=20))  # Tuesday 09:01
+    engine.tick()
+    assert [m.status for m in engine.outbound(iid)] == ["sent"]
