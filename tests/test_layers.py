@@ -17,7 +17,7 @@ ALLOWED = {
     "agents": {"core"},
     "channels": {"core"},
     "engine": {"core", "store", "agents", "channels", "config"},
-    "cli": {"core", "engine", "config", "store", "testing"},
+    "cli": {"core", "engine", "config", "store", "testing", "api"},
 }
 THIRD_PARTY = {
     "core": set(),
