@@ -45,7 +45,7 @@ def test_start_can_defer_the_first_turn(tmp_path: Path, db_url: str, clock: Any)
 def test_errors_speak_the_domain(tmp_path: Path, db_url: str) -> None:
     with (
         Relay.open(_config(tmp_path, db_url)) as relay,
-        pytest.raises(api.InvalidInput, match="max_followups|between"),
+        pytest.raises(api.InvalidInput, match="max_followups must be between"),
     ):
         relay.start("+15551230001", "Confirm", ["Ask"], max_followups=-1)
 
