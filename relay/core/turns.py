@@ -15,6 +15,7 @@ from typing import Any
 
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
+from relay.core.states import State
 from relay.core.values import TodoStatus
 
 
@@ -26,6 +27,19 @@ class TurnReason(StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The states in which an agent turn is due, and what the turn is for. Every
+#: other live state waits for something else (a reply, a person, a resume).
+TURN_REASONS: dict[State, TurnReason] = {
+    State.CREATED: TurnReason.FIRST_MESSAGE,
+    State.WAITING_FOR_AGENT: TurnReason.REPLY,
+    State.HEARTBEAT_SCHEDULED: TurnReason.FOLLOW_UP,
+    State.ACTIVE: TurnReason.RESUME,
+}
+TURN_STATES: frozenset[State] = frozenset(TURN_REASONS)
+if any(s.terminal or s in (State.PAUSED, State.QUEUED) for s in TURN_STATES):
+    raise AssertionError("a turn is due only in a live state that holds the contact's slot")
 
 
 #: The longest ``set_state`` key (with its scope prefix) the store holds.

@@ -26,6 +26,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.states import Event, State
 from relay.core.turns import (
+    TURN_REASONS,
     Action,
     ContextMessage,
     ContextTodo,
@@ -71,12 +72,7 @@ _CONTEXT_INSTANCE = (
     Instance.max_followups,
 )
 
-REASONS = {
-    State.CREATED.value: TurnReason.FIRST_MESSAGE,
-    State.WAITING_FOR_AGENT.value: TurnReason.REPLY,
-    State.HEARTBEAT_SCHEDULED.value: TurnReason.FOLLOW_UP,
-    State.ACTIVE.value: TurnReason.RESUME,
-}
+REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
 
 
 @dataclass(frozen=True)
