@@ -149,6 +149,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         instance_commands,
+        serve_commands,
     )
 
     for module in (
@@ -158,6 +159,7 @@ def register() -> None:
         engine_commands,
         contact_commands,
         daemon_commands,
+        serve_commands,
     ):
         module.register(app)
 
