@@ -9,7 +9,12 @@ from relay.channels import twilio_signature, webhook
 from relay.channels.segments import segment_count
 
 URL = "https://relay.example.org/twilio/sms/inbound"
-PARAMS = {"From": "+15551230001", "To": "+15550001111", "Body": "Yes, Thursday", "MessageSid": "SM1"}
+PARAMS = {
+    "From": "+15551230001",
+    "To": "+15550001111",
+    "Body": "Yes, Thursday",
+    "MessageSid": "SM1",
+}
 
 
 def test_twilio_signature_matches_the_sdk() -> None:
