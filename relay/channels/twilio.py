@@ -166,9 +166,7 @@ class TwilioChannel:
         items = self._list_inbound(since)
         newest = max((d for _, d in items), default=since)
         messages = [m for m, d in items if since is None or d >= since]
-        return Incoming(
-            messages=messages, cursor=newest.isoformat() if newest else cursor
-        )
+        return Incoming(messages=messages, cursor=newest.isoformat() if newest else cursor)
 
     def check(self) -> list[str]:
         """What is missing for this channel to send (``relay start`` and ``relay doctor``)."""
@@ -228,9 +226,7 @@ class TwilioChannel:
         if self._client is None:
             self._client = httpx.Client(timeout=self.timeout)
         try:
-            response = self._client.request(
-                method, url, auth=(self.account_sid, token), **kwargs
-            )
+            response = self._client.request(method, url, auth=(self.account_sid, token), **kwargs)
         except httpx.TimeoutException as exc:
             raise ChannelError(f"channel {self.name}: Twilio timed out ({exc})") from exc
         except httpx.TransportError as exc:
@@ -311,8 +307,7 @@ def _template_variables(name: str, value: Any) -> dict[str, str]:
         return {"1": "{text}"}
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"channels.{name}.template_variables: expected a table such as "
-            '{ "1" = "{text}" }'
+            f'channels.{name}.template_variables: expected a table such as {{ "1" = "{{text}}" }}'
         )
     return {str(k): str(v) for k, v in value.items()}
 

@@ -21,6 +21,7 @@ Routes (providers' consoles and scripts rely on these paths):
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -142,8 +143,13 @@ def serve(relay: Relay, host: str, port: int, *, max_body: int = MAX_BODY) -> No
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
     )
+    # uvicorn re-raises the signal that stopped it once it has shut down, to the
+    # handler that was there before; a no-op one makes a requested stop exit 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: None)
     log.info("relay serve listening on http://%s:%s", host, port)
     uvicorn.Server(config).run()
+    log.info("relay serve stopped")
 
 
 def twiml(message: str | None = None) -> Response:
@@ -165,4 +171,3 @@ def form_pairs(body: bytes) -> list[tuple[str, str]]:
 
 def now_seconds() -> float:
     return time.time()
-

@@ -85,7 +85,7 @@ channel = "sms"
 heartbeat = "1h"
 
 [daemon]
-pulse = "0.2s"
+pulse = "1s"
 poll = "1h"
 
 [channels.sms]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from messaging_fakes import ACCOUNT, TOKEN, sign
 from sqlalchemy import func, select
@@ -40,7 +43,8 @@ CHANNELS = {
 def served(
     make_relay: Callable[..., Any], db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Any, Any]]:
-    from starlette.testclient import TestClient
+    """The app on uvicorn in a thread, on a free loopback port; an httpx client for it."""
+    import uvicorn
 
     from relay.runner.serve import build_app
 
@@ -48,8 +52,26 @@ def served(
     monkeypatch.setenv("HOOK_SECRET", HOOK_SECRET)
     monkeypatch.setenv("TG_SECRET", TG_SECRET)
     relay = make_relay(db_url, None, **CHANNELS)
-    with TestClient(build_app(relay, max_body=4096)) as client:
-        yield relay, client
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(
+        build_app(relay, max_body=4096), host="127.0.0.1", port=port, log_level="warning",
+        lifespan="off",
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+            yield relay, client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def inbound_count(relay: Any) -> int:
