@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
 from relay.core.durations import parse_duration
@@ -33,40 +32,6 @@ class PermanentChannelError(ChannelError):
     transient = False
 
 
-class ChannelUnavailable(ChannelError):
-    """SHIM"""
-
-
-class RecipientOptedOut(PermanentChannelError):
-    """SHIM"""
-
-    opted_out = True
-
-
-def _init(self, message=None, *, retry_after=None):
-    RelayError.__init__(self, message)
-    self.retry_after = retry_after
-
-
-ChannelError.__init__ = _init
-ChannelError.retry_after = None
-
-
-class InboundKind(StrEnum):
-    MESSAGE = "message"
-    AUTO_REPLY = "auto_reply"
-    UNSUBSCRIBE = "unsubscribe"
-
-
-class DeliveryStatus(StrEnum):
-    SENT = "sent"
-    DELIVERED = "delivered"
-    READ = "read"
-    UNDELIVERED = "undelivered"
-    FAILED = "failed"
-    BOUNCED = "bounced"
-
-
 @dataclass(frozen=True)
 class Outbound:
     message_id: int
@@ -74,10 +39,6 @@ class Outbound:
     to: str
     text: str
     idempotency_key: str
-    thread: tuple[str, ...] = ()
-    subject: str | None = None
-    unsubscribe_token: str | None = None
-    last_inbound_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -86,33 +47,6 @@ class Inbound:
     text: str
     received_at: datetime | None = None
     provider_message_id: str | None = None
-    references: tuple[str, ...] = ()
-    kind: InboundKind = InboundKind.MESSAGE
-    raw: str | None = None
-    resume_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Receipt:
-    provider_message_id: str
-    status: DeliveryStatus
-    error: str | None = None
-    permanent: bool = False
-    opted_out: bool = False
-    at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Incoming:
-    messages: Sequence[Inbound] = ()
-    receipts: Sequence[Receipt] = ()
-    cursor: str | None = None
-
-
-def missing_env(names):
-    import os
-
-    return [f"environment variable {n} is not set" for n in names if not os.environ.get(n)]
 
 
 class Channel(Protocol):

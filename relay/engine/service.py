@@ -358,30 +358,6 @@ class Relay:
             message.provider_message_id = provider_message_id
             return MessageView.build(message, address)
 
-    def ingest(self, channel_name, incoming):  # SHIM
-        from relay.channels.base import InboundKind
-
-        for item in incoming.messages:
-            if item.kind == InboundKind.UNSUBSCRIBE:
-                self.receive(
-                    item.sender,
-                    item.text,
-                    channel=channel_name,
-                    provider_message_id=item.provider_message_id,
-                )
-                address = self.normalise(item.sender)
-                with self.store.transaction() as session:
-                    person = self._contact(session, address, create=True)
-                    if person.opted_out_at is None:
-                        inbound.opt_out(session, person, self.now(), reason="unsubscribe")
-                continue
-            self.receive(
-                item.sender,
-                item.text,
-                channel=channel_name,
-                provider_message_id=item.provider_message_id,
-            )
-
     def keywords(self) -> inbound.Keywords:
         return inbound.Keywords.from_config(
             self.config.get("optout.keywords") or "", self.config.get("optout.optin_keywords") or ""
