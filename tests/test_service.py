@@ -383,11 +383,20 @@ def test_a_message_with_no_live_instance_is_kept_unrouted(relay_api: Any) -> Non
     assert message.instance_id is None
     assert message.status == "received"
     assert relay_api.status().unrouted_inbound == 1
+    assert relay_api.status().late_inbound == 0
+
+
+def test_a_message_after_the_conversation_ended_is_kept_on_it_and_shown(relay_api: Any) -> None:
     view = start(relay_api)
     relay_api.cancel(view.id)
-    relay_api.receive(PHONE, "too late")
-    assert relay_api.status().unrouted_inbound == 2
-    assert relay_api.transcript(view.id) == []
+    late = relay_api.receive(PHONE, "too late")
+
+    assert late.instance_id == view.id
+    assert late.status == "received"
+    assert "after the conversation ended" in (late.note or "")
+    assert relay_api.get(view.id).late_replies == 1
+    assert relay_api.status().late_inbound == 1
+    assert relay_api.status().unrouted_inbound == 0
 
 
 def test_receive_refuses_bad_input(relay_api: Any) -> None:

@@ -189,6 +189,14 @@ class OpenAIAgent:
         data = self.post(self.request_body(context), key)
         return parse_response(data)
 
+    def check(self) -> list[str]:
+        """What ``relay start`` and ``relay doctor`` report before any turn runs."""
+        try:
+            self.api_key()
+        except AgentConfigError as exc:
+            return [exc.message]
+        return []
+
     def api_key(self) -> str | None:
         if self.api_key_env is None:
             return None  # a local server that takes no key

@@ -1,9 +1,19 @@
-"""The channel protocol: deliver an outbound message, poll for inbound ones.
+"""The channel protocol: deliver an outbound message, bring inbound ones in.
 
 A channel never sees the store. The dispatcher hands it an
 :class:`Outbound` with an idempotency key (the same key on a retry, so a
-provider that supports it never sends twice) and records the provider's
-message id it returns.
+provider that supports it never sends twice) and the conversation's thread,
+and records the provider's message id it returns.
+
+Polling is at-least-once and costs nothing to repeat: ``poll(cursor)`` gets
+the position the store holds for this channel (``None`` the first time) and
+returns what arrived after it with the position after those messages. relay
+stores the messages, the receipts and the new position in one transaction,
+so a crash, a locked database or an outage between the poll and the commit
+leaves the old position in place and the same messages are read again;
+de-duplication by provider message id makes the second reading harmless.
+Push channels (Twilio, webhooks) hand the same :class:`Incoming` to
+``relay serve`` instead, without a position.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from typing import Any, Protocol
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
 from relay.core.registry import Registry
+from relay.core.values import DeliveryStatus, InboundKind
 
 
 class ChannelError(RelayError):
@@ -39,6 +50,14 @@ class Outbound:
     to: str
     text: str
     idempotency_key: str
+    #: Provider ids of the conversation's earlier messages, oldest first, both
+    #: directions (an email's Message-IDs): what a threaded channel answers to.
+    thread: tuple[str, ...] = ()
+    #: The conversation's subject, for channels that have one.
+    subject: str | None = None
+    #: An unguessable token naming the contact and conversation, for a one-click
+    #: unsubscribe link to ``relay serve`` (``POST /unsubscribe/<token>``).
+    unsubscribe_token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,19 +65,90 @@ class Inbound:
     sender: str
     text: str
     received_at: datetime | None = None
+    #: The provider's id for the message: re-reading the same message stores it once.
     provider_message_id: str | None = None
+    #: Provider ids this message answers (In-Reply-To first, then References,
+    #: newest first): routed to that conversation before the sender's live one.
+    references: tuple[str, ...] = ()
+    kind: InboundKind = InboundKind.MESSAGE
+    #: The message as it arrived (a whole email), kept for audit; ``text`` is
+    #: what the agent sees.
+    raw: str | None = None
+    #: An auto-reply that names a return date: the conversation pauses until then.
+    resume_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What the provider says became of an outbound message (a status callback, a bounce)."""
+
+    provider_message_id: str
+    status: DeliveryStatus
+    error: str | None = None
+    #: The address will never work (a hard bounce, an unknown number): no more sends to it.
+    permanent: bool = False
+    #: The provider refuses because the recipient opted out with it (Twilio 21610).
+    opted_out: bool = False
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """What one poll (or one pushed request) brought in.
+
+    ``cursor`` is the channel's read position after these messages (an IMAP
+    UID, an update offset, a file offset), opaque to relay; None leaves the
+    stored position as it is.
+    """
+
+    messages: Sequence[Inbound] = ()
+    receipts: Sequence[Receipt] = ()
+    cursor: str | None = None
 
 
 class Channel(Protocol):
+    """Two methods are the whole contract; ``check``, ``address_problem``,
+    ``send_many`` and ``close`` are optional (see :func:`channel_problems`)."""
+
     name: str
 
     def send(self, message: Outbound) -> str:
         """Deliver ``message``; return the provider's message id."""
         ...
 
-    def poll(self) -> list[Inbound]:
-        """Return inbound messages that arrived since the last poll (may be empty)."""
+    def poll(self, cursor: str | None) -> Incoming:
+        """What arrived after ``cursor`` (None: from where the channel starts),
+        with the position after it. Must not move any position of its own: the
+        store keeps it."""
         ...
+
+
+def channel_problems(channel: Channel, address: str | None = None) -> list[str]:
+    """What stops ``channel`` from working (a missing secret, an address it cannot
+    reach), asked before a conversation is created and by ``relay doctor``.
+
+    A channel may define ``check() -> list[str]`` and
+    ``address_problem(address) -> str | None``; without them nothing is known.
+    """
+    problems: list[str] = []
+    check = getattr(channel, "check", None)
+    if callable(check):
+        problems.extend(check())
+    address_problem = getattr(channel, "address_problem", None)
+    if address is not None and callable(address_problem):
+        problem = address_problem(address)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def missing_env(name: str, key: str, variable: str | None) -> list[str]:
+    """``[problem]`` when the variable a ``*_env`` setting names is unset or empty."""
+    import os
+
+    if variable and not os.environ.get(variable):
+        return [f"channel {name}: {key} names {variable}, which is not set or empty"]
+    return []
 
 
 class BatchChannel(Channel, Protocol):

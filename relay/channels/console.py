@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from relay.channels.base import ChannelError, Inbound, Outbound, setting_flag
+from relay.channels.base import ChannelError, Inbound, Incoming, Outbound, setting_flag
 from relay.core.clock import Clock, SystemClock, ensure_utc, isoformat
 
 log = logging.getLogger(__name__)
@@ -118,9 +118,9 @@ class ConsoleChannel:
         except OSError as exc:  # a full disk or a read-only folder may pass; retry
             raise ChannelError(f"channel {self.name}: cannot write {self.path}: {exc}") from exc
 
-    def poll(self) -> list[Inbound]:
+    def poll(self, cursor: str | None) -> Incoming:
         try:
-            return self._poll()
+            return self._poll(cursor)
         except OSError as exc:
             raise ChannelError(f"channel {self.name}: cannot read {self.inbox}: {exc}") from exc
 
@@ -151,27 +151,31 @@ class ConsoleChannel:
                 self._echo(message)
         return ids
 
-    def _poll(self) -> list[Inbound]:
+    def _poll(self, cursor: str | None) -> Incoming:
+        """The whole lines after byte ``cursor``; the new cursor is the byte after them.
+
+        Before the store kept the position, an ``.offset`` file beside the inbox
+        did: it is read once, when the store has none yet, so an upgrade does not
+        read the whole inbox again.
+        """
+        offset = _parse_offset(cursor) if cursor is not None else self._legacy_offset()
         if not self.inbox.exists():
-            return []
-        # The lock on the offset file keeps two pollers from reading the same lines.
-        with _locked(self.offset_path, "a+") as marker:
-            marker.seek(0)
-            offset = _parse_offset(marker.read())
-            with open(self.inbox, "rb") as handle:
-                if os.fstat(handle.fileno()).st_size < offset:
-                    log.warning("%s was truncated; reading it from the start", self.inbox)
-                    offset = 0
-                handle.seek(offset)
-                lines, consumed = _complete_lines(handle.read(), offset)
-            if consumed:
-                marker.seek(0)
-                marker.truncate()
-                marker.write(str(offset + consumed))
-                marker.flush()
-                os.fsync(marker.fileno())
+            return Incoming()
+        with open(self.inbox, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < offset:
+                log.warning("%s was truncated; reading it from the start", self.inbox)
+                offset = 0
+            handle.seek(offset)
+            lines, consumed = _complete_lines(handle.read(), offset)
         found = (_inbound(raw, pos, self.inbox) for pos, raw in lines if raw)
-        return [message for message in found if message is not None]
+        messages = [message for message in found if message is not None]
+        return Incoming(messages=messages, cursor=str(offset + consumed))
+
+    def _legacy_offset(self) -> int:
+        try:
+            return _parse_offset(self.offset_path.read_text())
+        except OSError:
+            return 0
 
     def _catch_up(self, handle: IO[bytes]) -> bool:
         """Index lines other processes appended since we last looked.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.channels.base import (
     ChannelError,
-    Inbound,
+    Incoming,
     Outbound,
     PermanentChannelError,
     secret_from_env,
@@ -125,8 +125,8 @@ class EmailChannel:
             raise self._classify(exc) from exc
         return str(email["Message-ID"])
 
-    def poll(self) -> list[Inbound]:
-        return []
+    def poll(self, cursor: str | None) -> Incoming:
+        return Incoming()
 
     def _build(self, message: Outbound) -> EmailMessage:
         from email.message import EmailMessage

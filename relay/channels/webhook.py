@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from relay.channels.base import (
     ChannelError,
     Inbound,
+    Incoming,
     Outbound,
     PermanentChannelError,
+    missing_env,
     secret_from_env,
     setting_required,
     setting_seconds,
@@ -95,18 +97,31 @@ class WebhookChannel:
         response = self._request("POST", self.url, content=body, headers=headers)
         return _provider_id(response) or message.idempotency_key
 
-    def poll(self) -> list[Inbound]:
+    def poll(self, cursor: str | None) -> Incoming:
+        """GET ``poll_url`` (with ``?cursor=`` once the endpoint has given one).
+
+        The endpoint answers ``{"messages": [...], "cursor": "..."}``; the cursor
+        is optional, and an endpoint without one should hand each message out
+        until it ages out (the ids make repeats harmless).
+        """
         if not self.poll_url:
-            return []
-        response = self._request("GET", self.poll_url)
+            return Incoming()
+        params = {"cursor": cursor} if cursor is not None else None
+        response = self._request("GET", self.poll_url, params=params)
         try:
-            items = response.json()["messages"]
-            return [_inbound(item) for item in items]
+            data = response.json()
+            items = data["messages"]
+            messages = [_inbound(item) for item in items]
+            after = data.get("cursor")
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ChannelError(
                 f"channel {self.name}: {self.poll_url} answered with an unexpected body "
                 f"({exc}); expected {{'messages': [{{'from': ..., 'text': ...}}]}}"
             ) from None
+        return Incoming(messages=messages, cursor=None if after in (None, "") else str(after))
+
+    def check(self) -> list[str]:
+        return missing_env(self.name, "secret_env", self.secret_env)
 
     def close(self) -> None:
         if self._client is not None:

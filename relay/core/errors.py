@@ -45,6 +45,10 @@ class OptedOut(RelayError):
     """The contact has opted out of messages."""
 
 
+class Undeliverable(RelayError):
+    """The contact's address cannot be reached (a hard bounce, an unknown number)."""
+
+
 class Refused(RelayError):
     """The state machine refused the event."""
 

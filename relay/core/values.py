@@ -59,6 +59,45 @@ class MessageStatus(StrEnum):
         return self.value
 
 
+class InboundKind(StrEnum):
+    """What an inbound message is, as its channel recognised it.
+
+    Only a ``message`` is a reply: an auto-reply (out of office, vacation) is
+    kept in the transcript but never answered and never resets the follow-up
+    count, so two auto-responders can never loop; an ``unsubscribe`` (a mail to
+    the List-Unsubscribe address, a one-click POST) opts the contact out.
+    """
+
+    MESSAGE = "message"
+    AUTO_REPLY = "auto_reply"
+    UNSUBSCRIBE = "unsubscribe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class DeliveryStatus(StrEnum):
+    """What a provider reported about an outbound message after it took it.
+
+    ``sent`` and ``delivered`` and ``read`` are progress; ``undelivered``,
+    ``failed`` and ``bounced`` mean the contact did not get it.
+    """
+
+    SENT = "sent"
+    DELIVERED = "delivered"
+    READ = "read"
+    UNDELIVERED = "undelivered"
+    FAILED = "failed"
+    BOUNCED = "bounced"
+
+    @property
+    def failed(self) -> bool:
+        return self in (DeliveryStatus.UNDELIVERED, DeliveryStatus.FAILED, DeliveryStatus.BOUNCED)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Scope(StrEnum):
     APP = "app"
     CONTACT = "contact"

@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from sqlalchemy import Row, select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Channel, ChannelError, Outbound, batch_sender, make_channel
 from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
-from relay.core.states import TRANSITIONS, Event, State
+from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import transitions
+from relay.engine import gate, transitions
+from relay.engine.backends import channel_names, channel_settings
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
-from relay.store import claims
+from relay.store import claims, queries
 from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ log = logging.getLogger("relay.outbox")
 _T = TypeVar("_T")
 
 SEND_LEASE = timedelta(minutes=2)
+#: A delivery later than this after its message was written moves the heartbeat.
+LATE = timedelta(seconds=1)
 #: At most this many deliveries share one confirming and one recording transaction.
 DELIVERY_BATCH = 100
 #: A batch the channel sent within this many seconds may grow (up to DELIVERY_BATCH);
@@ -62,6 +65,7 @@ class DeliveryReport:
     failed: int = 0
     blocked: int = 0
     held: int = 0
+    cancelled: int = 0
 
     def add(self, other: DeliveryReport) -> None:
         self.sent += other.sent
@@ -69,6 +73,7 @@ class DeliveryReport:
         self.failed += other.failed
         self.blocked += other.blocked
         self.held += other.held
+        self.cancelled += other.cancelled
 
 
 @dataclass
@@ -80,22 +85,19 @@ class Channels:
 
     def get(self, name: str) -> Channel:
         if name not in self._built:
-            settings: dict[str, Any] = dict(self.relay.config.section(f"channels.{name}"))
-            settings["_data_dir"] = str(self.relay.config.data_dir)
-            self._built[name] = make_channel(name, settings)
+            self._built[name] = make_channel(name, channel_settings(self.relay.config, name))
         return self._built[name]
 
     def names(self) -> list[str]:
-        config = self.relay.config
-        names = {str(config.get("defaults.channel") or "console")}
-        names.update(k.split(".", 1)[0] for k in config.section("channels"))
-        return sorted(names)
+        return channel_names(self.relay.config)
 
 
 @dataclass
 class Dispatcher:
     relay: Relay
     channels: Channels
+    #: Who claims (a daemon id): a restarted daemon takes its own dead claims back.
+    owner: str | None = None
 
     def __post_init__(self) -> None:
         self.limits = RateLimits(self.relay.config)
@@ -104,6 +106,9 @@ class Dispatcher:
         # How many deliveries go in the next group: learnt from how fast the
         # channels were, and kept from one call to the next.
         self.group_size = 1
+        # When each claimed message was written: a delivery that came late moves
+        # its conversation's heartbeat by as much (the silence runs from delivery).
+        self._written: dict[int, datetime] = {}
 
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
@@ -112,7 +117,13 @@ class Dispatcher:
         with self.relay.store.transaction() as session:
             now = self.relay.now()
             batch = claims.claim_outbox(
-                session, now, SEND_LEASE, limit, message_id=message_id, instance_id=instance_id
+                session,
+                now,
+                SEND_LEASE,
+                limit,
+                message_id=message_id,
+                instance_id=instance_id,
+                owner=self.owner,
             )
             ready = self._screen(session, batch, now, report)
             claimed = {m.id: m.attempts for m in batch}
@@ -205,8 +216,12 @@ class Dispatcher:
         """
         confirmed = []
         with self.relay.store.transaction() as session:
-            locked = claims.lock_messages(session, [o.message_id for o, _ in group])
-            people = _contacts_of(session, locked.values())
+            ids = [o.message_id for o, _ in group]
+            # Instances first, then messages: the order every command locks in.
+            owners = sorted({o.instance_id for o, _ in group if o.instance_id})
+            claims.lock_instances(session, owners)
+            locked = claims.lock_messages(session, ids)
+            facts = gate.Facts.read(session, locked.values())
             renewed = self.relay.now() + SEND_LEASE
             for outbound, channel_name in group:
                 message = locked.get(outbound.message_id)
@@ -217,9 +232,9 @@ class Dispatcher:
                 ):
                     log.info("message %s was taken over by another worker", outbound.message_id)
                     continue
-                contact = people.get(message.contact_id)
-                if contact is not None and contact.opted_out_at is not None:
-                    _block(message, report)
+                ruling = gate.rule(message, facts)
+                if ruling.verdict is not gate.Verdict.GO:
+                    _rule_out(message, ruling, report)
                     continue
                 message.next_attempt_at = renewed
                 confirmed.append((outbound, channel_name))
@@ -228,17 +243,18 @@ class Dispatcher:
     def _screen(
         self, session: Session, batch: list[Message], now: datetime, report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
-        """Block opted-out contacts and hold what a rate limit does not allow yet."""
+        """Rule out what may not go (see :mod:`relay.engine.gate`) and hold what a
+        rate limit does not allow yet."""
         # Deliveries of an earlier batch are in the store as sent by now; only
         # this batch's are counted in memory (counting both would hold too many).
         self.limits.reset()
-        people = _contacts_of(session, batch)
+        facts = gate.Facts.read(session, batch)
+        threads = queries.threads_for(session, list(facts.instances))
         ready = []
         for message in batch:
-            contact = people.get(message.contact_id)
-            assert contact is not None
-            if contact.opted_out_at is not None:
-                _block(message, report)
+            ruling = gate.rule(message, facts)
+            if ruling.verdict is not gate.Verdict.GO:
+                _rule_out(message, ruling, report)
                 continue
             channel = message.channel or "console"
             later = self.limits.hold_until(session, channel, now)
@@ -246,21 +262,26 @@ class Dispatcher:
                 message.status = MessageStatus.QUEUED.value
                 message.attempts -= 1
                 message.next_attempt_at = later
+                message.lease_owner = None
                 report.held += 1
                 continue
             self.limits.count(channel)
+            instance = facts.instances.get(message.instance_id or "")
             ready.append(
                 (
                     Outbound(
                         message_id=message.id,
                         instance_id=message.instance_id,
-                        to=contact.address,
+                        to=facts.contacts[message.contact_id].address,
                         text=message.body,
                         idempotency_key=message.idempotency_key or str(message.id),
+                        thread=threads.get(message.instance_id or "", ()),
+                        subject=instance.subject if instance is not None else None,
                     ),
                     channel,
                 )
             )
+            self._written[message.id] = message.created_at
         return ready
 
     def _deliver(
@@ -306,6 +327,24 @@ class Dispatcher:
             )
         report.sent += len(sent)
 
+    def _move_heartbeats(self, session: Session, sent: list[_Sent]) -> None:
+        """A follow-up's countdown runs from its delivery, not from the decision: a
+        message held for hours by a rate limit must not leave the contact hours less
+        to answer it."""
+        late = {}
+        for done in sent:
+            written = self._written.pop(done.outbound.message_id, None)
+            if written is not None and done.outbound.instance_id and done.at - written > LATE:
+                late[done.outbound.instance_id] = done.at - written
+        for instance_id, delay in late.items():
+            instance = claims.lock_instance(session, instance_id)
+            if (
+                instance is not None
+                and instance.state == State.WAITING_FOR_REPLY.value
+                and instance.next_heartbeat_at is not None
+            ):
+                instance.next_heartbeat_at += delay
+
     def _failed(
         self,
         outbound: Outbound,
@@ -315,6 +354,7 @@ class Dispatcher:
         transient: bool,
         report: DeliveryReport,
     ) -> None:
+        self._written.pop(outbound.message_id, None)
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None
@@ -350,16 +390,14 @@ class Dispatcher:
         if message.instance_id is None:
             return
         instance = claims.lock_instance(session, message.instance_id)
-        if instance is None or State(instance.state) not in _ESCALATABLE:
-            return
-        transitions.apply_event(
-            session,
-            instance,
-            Event.REQUEST_INTERVENTION,
-            now=now,
-            actor="dispatcher",
-            reason=f"delivery of message {message.id} failed: {error}",
-        )
+        if instance is not None:
+            transitions.hand_to_human(
+                session,
+                instance,
+                f"delivery of message {message.id} failed: {error}",
+                now=now,
+                actor="dispatcher",
+            )
 
 
 def _attempt(call: Callable[[], _T]) -> tuple[_T | None, str | None, bool]:
@@ -376,25 +414,17 @@ def _attempt(call: Callable[[], _T]) -> tuple[_T | None, str | None, bool]:
         return None, f"{type(exc).__name__}: {exc}", True
 
 
-def _block(message: Message, report: DeliveryReport) -> None:
-    """The contact opted out: the message will never go."""
-    message.status = MessageStatus.BLOCKED.value
-    message.last_error = "contact opted out"
-    message.next_attempt_at = None
-    report.blocked += 1
-
-
-def _contacts_of(session: Session, messages: Iterable[Message]) -> dict[int, Row[Any]]:
-    """The messages' contacts (id, address, opted_out_at), read in one query as plain
-    rows: they are only looked at, and ORM objects for a batch cost more than the SQL."""
-    ids = {m.contact_id for m in messages}
-    if not ids:
-        return {}
-    query = select(Contact.id, Contact.address, Contact.opted_out_at).where(Contact.id.in_(ids))
-    return {row.id: row for row in session.execute(query)}
-
-
-_ESCALATABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITIONS[s])
+def _rule_out(message: Message, ruling: gate.Ruling, report: DeliveryReport) -> None:
+    gate.apply(message, ruling)
+    if ruling.verdict is gate.Verdict.HOLD:
+        report.held += 1
+    elif ruling.verdict is gate.Verdict.BLOCK:
+        report.blocked += 1
+    elif ruling.verdict is gate.Verdict.FAIL:
+        report.failed += 1
+    else:
+        report.cancelled += 1
+    log.info("message %s not sent: %s", message.id, ruling.verdict.value)
 
 
 def deliver_one(relay: Relay, message_id: int) -> MessageView:

@@ -117,27 +117,31 @@ class Pulse:
         return report
 
     def poll(self, report: PulseReport) -> int:
-        """Ask every configured channel for inbound messages and record them."""
+        """Ask every configured channel what arrived after its stored position.
+
+        The channel is called outside any transaction; what it returns is stored
+        with its new position in one transaction (:meth:`Relay.ingest`). Should
+        that fail (a locked database, an outage), the position stays where it was
+        and the next poll reads the same messages again.
+        """
         received = 0
         for name in self.channels.names():
             try:
-                messages = self.channels.get(name).poll()
+                received += self._poll_channel(name)
             except RelayError as exc:
                 report.errors.append(f"polling {name}: {exc.message}")
                 log.error("polling channel %s failed: %s", name, exc.message)
-                continue
-            for item in messages:
-                try:
-                    self.relay.receive(
-                        item.sender,
-                        item.text,
-                        channel=name,
-                        provider_message_id=item.provider_message_id,
-                    )
-                    received += 1
-                except RelayError as exc:
-                    report.errors.append(f"inbound from {item.sender!r} on {name}: {exc.message}")
         return received
+
+    def _poll_channel(self, name: str) -> int:
+        position = self.relay.channel_position(name)
+        incoming = self.channels.get(name).poll(position)
+        if not incoming.messages and not incoming.receipts and incoming.cursor in (None, position):
+            return 0
+        stored = self.relay.ingest(name, incoming, read_from=position)
+        if stored.rejected:
+            log.warning("channel %s: %s inbound message(s) kept aside", name, stored.rejected)
+        return stored.stored
 
 
 def _promotes(outcome: TurnOutcome) -> bool:

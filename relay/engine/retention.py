@@ -4,7 +4,8 @@
   ago: their idempotency keys and errors are cleared (they will never be
   retried); the transcript text stays.
 * When ``retention.transcript_days`` is above zero, the transcripts of
-  conversations that ended more than that many days ago are deleted. The
+  conversations that ended more than that many days ago are deleted, except
+  replies that arrived after the end and were not looked at yet. The
   transition log and the instance row stay, so history and statistics remain.
 * Rows of daemons that stopped (or stopped pulsing) more than
   ``retention.outbox_days`` ago, so ``relay status`` stays short.
@@ -47,6 +48,12 @@ def prune(relay: Relay) -> dict[str, int]:
         if transcript_days > 0:
             cutoff = now - timedelta(days=transcript_days)
             ended = select(Instance.id).where(Instance.ended_at < cutoff)
-            done = session.execute(delete(Message).where(Message.instance_id.in_(ended)))
+            # A reply that came after the end and nobody has looked at yet stays.
+            done = session.execute(
+                delete(Message).where(
+                    Message.instance_id.in_(ended),
+                    Message.status != MessageStatus.RECEIVED.value,
+                )
+            )
             result["transcript_messages_deleted"] = int(done.rowcount or 0)
     return result

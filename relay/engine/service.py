@@ -9,6 +9,7 @@ The CLI is a thin shell over :class:`Relay`; a program can use it directly::
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -18,15 +19,18 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from relay.channels.base import Incoming
 from relay.config import Config, load_config
 from relay.core.clock import Clock, SystemClock
 from relay.core.durations import format_duration, parse_duration
-from relay.core.errors import InvalidInput, NotFound, OptedOut, Refused
-from relay.core.states import TERMINAL, Event, State
+from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
+from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import forecast, inbound, transitions
-from relay.engine.addresses import normalise_address
+from relay.engine import contacts, forecast, inbound, transitions
+from relay.engine.addresses import Address, normalise_address
+from relay.engine.backends import setup_problems
 from relay.engine.store_setup import open_store
+from relay.engine.transitions import previous_of
 from relay.engine.views import (
     ContactView,
     DaemonView,
@@ -41,6 +45,10 @@ from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Daemon, Instance, Message, Todo
 
 OPERATOR = "operator"
+#: ``Relay.ingest`` without a poll position (a pushed request).
+UNREAD = object()
+
+log = logging.getLogger("relay.service")
 #: A daemon that has not pulsed for this long is not counted as live.
 DAEMON_SILENCE = timedelta(minutes=2)
 MAX_TEXT = 10_000
@@ -66,28 +74,15 @@ class Relay:
     # -- contacts ---------------------------------------------------------
 
     def normalise(self, contact: str) -> str:
-        return normalise_address(contact, str(self.config.get("defaults.region") or "US")).value
+        return self.address(contact).value
+
+    def address(self, contact: str) -> Address:
+        return normalise_address(contact, str(self.config.get("defaults.region") or "US"))
 
     def _contact(self, session: Session, address: str, *, create: bool) -> Contact:
-        found = queries.contact_by_address(session, address)
-        if found is not None:
-            return found
         if not create:
-            raise NotFound(f"no contact {address}")
-        kind = "email" if "@" in address else "phone"
-        now = self.now()
-        contact = Contact(address=address, kind=kind, created_at=now, updated_at=now)
-        try:
-            with session.begin_nested():
-                session.add(contact)
-                session.flush()
-        except IntegrityError:
-            # A concurrent command created the same contact first.
-            existing = queries.contact_by_address(session, address)
-            if existing is None:
-                raise
-            return existing
-        return contact
+            return contacts.find(session, address)
+        return contacts.find_or_create(session, self.address(address), self.now())
 
     # -- start ------------------------------------------------------------
 
@@ -112,13 +107,19 @@ class Relay:
         followups = self._max_followups(max_followups)
         channel = channel or str(self.config.get("defaults.channel"))
         agent = agent or str(self.config.get("agent.backend"))
-        self._check_backends(channel, agent, window)
+        self._check_backends(channel, agent, window, address)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
+            queries.lock_contact(session, person.id)
             if person.opted_out_at is not None:
                 raise OptedOut(
                     f"contact {address} has opted out; they must opt in again "
                     "(START from them, or `relay contact opt-in`)"
+                )
+            if person.undeliverable_at is not None:
+                raise Undeliverable(
+                    f"contact {address} is undeliverable ({person.undeliverable_reason}); "
+                    "`relay contact deliverable` clears it once the address is fixed"
                 )
             now = self.now()
             instance = self._insert_instance(
@@ -138,8 +139,11 @@ class Relay:
             self._take_slot(session, instance, now, actor)
             return self._view(session, instance)
 
-    def _check_backends(self, channel: str, agent: str, window: str | None) -> None:
-        """Refuse names that could never work before anything is created (exit 2)."""
+    def _check_backends(
+        self, channel: str, agent: str, window: str | None, address: str | None = None
+    ) -> None:
+        """Refuse what could never work before anything is created (exit 2): unknown
+        names, a missing secret, an address the channel cannot reach."""
         from relay.agents.base import agent_names
         from relay.channels.base import channel_kinds
         from relay.core.windows import parse_window
@@ -155,6 +159,9 @@ class Relay:
         spec = window if window is not None else self.config.get("defaults.window")
         if spec:
             parse_window(str(spec))
+        problems = setup_problems(self.config, channel, agent, address)
+        if problems:
+            raise ConfigError("; ".join(problems))
 
     def _max_followups(self, value: int | None) -> int:
         followups = int(self.config.get("defaults.max_followups") if value is None else value)
@@ -195,15 +202,24 @@ class Relay:
         return instance
 
     def _take_slot(self, session: Session, instance: Instance, now: datetime, actor: str) -> None:
-        """Claim the contact's slot; the unique index decides races, and losing means QUEUED."""
-        try:
-            with session.begin_nested():
-                instance.contact_slot = instance.contact_id
-                session.flush()
-        except IntegrityError as exc:
-            if not queries.is_slot_violation(exc):
-                raise
-            instance.contact_slot = None
+        """Claim the contact's slot, or queue behind its holder.
+
+        The caller holds the contact's lock (:func:`queries.lock_contact`), as does
+        every conversation that frees the slot, so what is seen here is what is;
+        the unique index stays as the last word.
+        """
+        taken = queries.slot_holder(session, instance.contact_id) is not None
+        if not taken:
+            try:
+                with session.begin_nested():
+                    instance.contact_slot = instance.contact_id
+                    session.flush()
+            except IntegrityError as exc:
+                if not queries.is_slot_violation(exc):
+                    raise
+                instance.contact_slot = None
+                taken = True
+        if taken:
             transitions.apply_event(
                 session,
                 instance,
@@ -258,7 +274,15 @@ class Relay:
         assert person is not None
         todos = list(queries.todos_of(session, instance.id))
         upcoming = forecast.next_message(session, instance, self.config, self.now())
-        return InstanceView.build(instance, person, todos, next_message=upcoming)
+        late = queries.late_replies(session, instance.id) if State(instance.state).terminal else 0
+        return InstanceView.build(
+            instance,
+            person,
+            todos,
+            next_message=upcoming,
+            late_replies=late,
+            in_flight=queries.in_flight(session, instance.id),
+        )
 
     # -- operator verbs -----------------------------------------------------
 
@@ -307,6 +331,11 @@ class Relay:
                     f"instance {instance.id} is {state.value}; a finished conversation "
                     "takes no more messages"
                 )
+            if not holds_slot(state, previous_of(instance)):
+                raise Refused(
+                    f"instance {instance.id} is {state.value}, waiting for the contact's "
+                    "live conversation to end; send on that one, or cancel it first"
+                )
             person = session.get(Contact, instance.contact_id)
             assert person is not None
             now = self.now()
@@ -338,25 +367,44 @@ class Relay:
         A message a channel delivers twice (same ``provider_message_id`` on the
         same channel) is recorded once; the second call returns the first row.
         """
-        address = self.normalise(contact)
+        address = self.address(contact)
         body = _clean_text(text, "message")
+        arrival = inbound.Arrival(address, body, channel, provider_message_id)
         with self.store.transaction() as session:
-            person = self._contact(session, address, create=True)
-            if provider_message_id:
-                seen = session.scalar(
-                    select(Message).where(
-                        Message.direction == Direction.INBOUND.value,
-                        Message.channel == channel,
-                        Message.provider_message_id == provider_message_id,
-                    )
-                )
-                if seen is not None:
-                    return MessageView.build(seen, address)
-            message = inbound.record_inbound(
-                session, person, body, self.now(), keywords=self.keywords(), channel=channel
+            message = inbound.store_arrival(session, arrival, self.now(), keywords=self.keywords())
+            if message is None:
+                assert provider_message_id is not None
+                message = queries.inbound_by_provider_id(session, channel, provider_message_id)
+                assert message is not None
+            return MessageView.build(message, address.value)
+
+    def ingest(
+        self, channel: str, incoming: Incoming, *, read_from: str | object | None = UNREAD
+    ) -> inbound.IngestReport:
+        """Store what a channel brought in (messages, receipts) in one transaction.
+
+        ``read_from``: the stored position the poll started from; the channel's new
+        position (``incoming.cursor``) is stored in the same transaction, so what
+        was read is either all stored with the position after it, or not at all
+        and read again. A pushed request (``relay serve``) passes no position.
+        """
+        with self.store.transaction() as session:
+            now = self.now()
+            report = inbound.ingest(
+                session, channel, incoming, now, resolve=self.address, keywords=self.keywords()
             )
-            message.provider_message_id = provider_message_id
-            return MessageView.build(message, address)
+            if incoming.cursor is not None and read_from is not UNREAD:
+                assert read_from is None or isinstance(read_from, str)
+                moved = queries.advance_cursor(
+                    session, channel, read=read_from, position=incoming.cursor, now=now
+                )
+                if not moved:
+                    log.debug("channel %s: another poller moved the position first", channel)
+            return report
+
+    def channel_position(self, channel: str) -> str | None:
+        with self.store.transaction() as session:
+            return queries.channel_cursor(session, channel)
 
     def keywords(self) -> inbound.Keywords:
         return inbound.Keywords.from_config(
@@ -428,6 +476,7 @@ class Relay:
                 .select_from(Message)
                 .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
             )
+            late, rejected = queries.inbound_trouble(session)
             now = self.now()
             # Live: pulsed recently and not stopped (a killed daemon never records its stop).
             daemons = session.scalars(
@@ -456,6 +505,8 @@ class Relay:
             outbox_pending=pending,
             outbox_failed=outbound.get("failed", 0),
             unrouted_inbound=int(unrouted or 0),
+            late_inbound=late,
+            rejected_inbound=rejected,
             work_due=due,
             daemons=tuple(
                 DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons

@@ -16,8 +16,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from relay.core.states import Event, State, holds_slot, next_state
-from relay.store import queries
+from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
+from relay.store import claims, queries
 from relay.store.models import Instance, Transition
 
 SYSTEM = "relay"
@@ -64,6 +64,7 @@ def apply_event(
     elif current is State.PAUSED:
         instance.previous_state = None
         instance.paused_until = None
+        claims.release_held(session, instance.id, now)
     _move_heartbeat(instance, current, target, now)
     if event is Event.CONTACT_REPLIES:
         instance.follow_up_count = 0
@@ -118,6 +119,21 @@ def apply_event(
             log_rows=log_rows,
         )
     return target
+
+
+#: States from which relay can hand a conversation to a person.
+_HANDABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITIONS[s])
+
+
+def hand_to_human(
+    session: Session, instance: Instance, reason: str, *, now: datetime, actor: str = SYSTEM
+) -> bool:
+    """Give the conversation to a person (a delivery that failed for good, a bounce)
+    when its state allows; False when it is already with one, paused or ended."""
+    if State(instance.state) not in _HANDABLE:
+        return False
+    apply_event(session, instance, Event.REQUEST_INTERVENTION, now=now, actor=actor, reason=reason)
+    return True
 
 
 def _log_row(session: Session, log_rows: list[dict[str, Any]] | None, **row: Any) -> None:
@@ -186,6 +202,7 @@ def _update_slot(session: Session, instance: Instance, now: datetime) -> None:
 
 def promote_next(session: Session, contact_id: int, *, now: datetime) -> Instance | None:
     """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
+    queries.lock_contact(session, contact_id)
     session.flush()
     if queries.slot_holder(session, contact_id) is not None:
         return None

@@ -36,6 +36,7 @@ from relay.core.turns import (
 )
 from relay.core.values import Author, MessageStatus
 from relay.engine import policy, scoped_state, transitions
+from relay.engine.backends import agent_settings
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo
@@ -225,14 +226,7 @@ class TurnRunner:
 
     def agent(self, name: str) -> Agent:
         if name not in self._agents:
-            config = self.relay.config
-            settings: dict[str, Any] = {
-                "timeout": config.get("agent.timeout"),
-                "_data_dir": str(config.data_dir),
-                "base_dir": str(config.base_dir),
-            }
-            settings.update(config.section(f"agent.{name}"))
-            self._agents[name] = make_agent(name, settings)
+            self._agents[name] = make_agent(name, agent_settings(self.relay.config, name))
         return self._agents[name]
 
     def _call_agent(self, name: str, context: TurnContext) -> list[Action]:

@@ -47,6 +47,12 @@ class InstanceView:
     updated_at: datetime
     ended_at: datetime | None
     next_message: str | None = None
+    subject: str | None = None
+    #: Replies that arrived after the conversation ended (kept, never answered).
+    late_replies: int = 0
+    #: Messages a channel was already handing over when this view was taken (a
+    #: pause or cancel cannot call those back; everything else of it is held).
+    in_flight: int = 0
 
     @classmethod
     def build(
@@ -73,6 +79,7 @@ class InstanceView:
             created_at=instance.created_at,
             updated_at=instance.updated_at,
             ended_at=instance.ended_at,
+            subject=instance.subject,
             **extra,
         )
 
@@ -96,6 +103,9 @@ class InstanceView:
             "failure_reason": self.failure_reason,
             "end_reason": self.end_reason,
             "next_message": self.next_message,
+            "subject": self.subject,
+            "late_replies": self.late_replies,
+            "in_flight": self.in_flight,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),
@@ -116,6 +126,9 @@ class MessageView:
     last_error: str | None
     created_at: datetime
     sent_at: datetime | None
+    kind: str = "message"
+    note: str | None = None
+    delivery_status: str | None = None
 
     @classmethod
     def build(cls, message: Message, contact: str) -> MessageView:
@@ -132,6 +145,9 @@ class MessageView:
             last_error=message.last_error,
             created_at=message.created_at,
             sent_at=message.sent_at,
+            kind=message.kind or "message",
+            note=message.note,
+            delivery_status=message.delivery_status,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -148,6 +164,9 @@ class MessageView:
             "last_error": self.last_error,
             "created_at": isoformat(self.created_at),
             "sent_at": isoformat(self.sent_at),
+            "kind": self.kind,
+            "note": self.note,
+            "delivery_status": self.delivery_status,
         }
 
 
@@ -234,6 +253,10 @@ class StatusView:
     outbox_failed: int
     unrouted_inbound: int
     work_due: int
+    #: Inbound kept on conversations that had already ended, not yet looked at.
+    late_inbound: int = 0
+    #: Inbound kept aside because its sender is no address relay can use.
+    rejected_inbound: int = 0
     daemons: tuple[DaemonView, ...] = ()
     last_daemon_seen: datetime | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
@@ -245,6 +268,8 @@ class StatusView:
             "outbox_pending": self.outbox_pending,
             "outbox_failed": self.outbox_failed,
             "unrouted_inbound": self.unrouted_inbound,
+            "late_inbound": self.late_inbound,
+            "rejected_inbound": self.rejected_inbound,
             "work_due": self.work_due,
             "daemons": [d.to_json() for d in self.daemons],
             "last_daemon_seen": isoformat(self.last_daemon_seen),

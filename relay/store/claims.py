@@ -12,8 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, exists, func, or_, select, update
+from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
 from relay.core.values import MessageStatus
@@ -97,14 +97,30 @@ def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message
     return {message.id: message for message in session.scalars(query)}
 
 
+def _undelivered(instance_id: Any) -> Any:
+    """Outbound of the instance not yet in the contact's hands (queued, sending)."""
+    pending = aliased(Message)
+    return exists().where(
+        pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING)
+    )
+
+
+def _heartbeat_due(cutoff: datetime) -> list[Any]:
+    """A heartbeat is due when the silence has lasted: never while relay's own
+    message has not reached the contact yet (held by a rate limit, retrying), for
+    that silence is not the contact's."""
+    return [
+        Instance.state == State.WAITING_FOR_REPLY.value,
+        Instance.next_heartbeat_at <= cutoff,
+        ~_undelivered(Instance.id),
+    ]
+
+
 def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance]:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked."""
     query = (
         select(Instance)
-        .where(
-            Instance.state == State.WAITING_FOR_REPLY.value,
-            Instance.next_heartbeat_at <= now,
-        )
+        .where(*_heartbeat_due(now))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(limit)
     )
@@ -129,25 +145,70 @@ def claim_outbox(
     *,
     message_id: int | None = None,
     instance_id: str | None = None,
+    owner: str | None = None,
 ) -> list[Message]:
     """Lease due outbound messages: ``queued`` ones whose time has come, and
     ``sending`` ones whose sender died (their lease ran out). Each is marked
-    ``sending`` with one more attempt before the channel is called."""
+    ``sending`` with one more attempt before the channel is called.
+
+    A conversation's messages go in the order they were written: one waits
+    while an earlier one of its conversation is undelivered and not due (held,
+    backing off, or being sent by a live worker); due ones go together, in order.
+    """
+    earlier = aliased(Message)
     query = select(Message).where(
         Message.status.in_(OUTBOX_PENDING),
         Message.next_attempt_at <= now,
+        ~exists().where(
+            earlier.instance_id == Message.instance_id,
+            earlier.id < Message.id,
+            earlier.status.in_(OUTBOX_PENDING),
+            or_(earlier.next_attempt_at.is_(None), earlier.next_attempt_at > now),
+        ),
     )
     if message_id is not None:
         query = query.where(Message.id == message_id)
     if instance_id is not None:
         query = query.where(Message.instance_id == instance_id)
-    query = query.order_by(Message.next_attempt_at, Message.id).limit(limit)
+    query = query.order_by(Message.id).limit(limit)
     rows = list(session.scalars(_skip_locked(session, query)).all())
     for message in rows:
         message.status = MessageStatus.SENDING.value
         message.attempts += 1
         message.next_attempt_at = now + lease
+        message.lease_owner = owner
     return rows
+
+
+def release_claims_of(session: Session, owners: list[str], now: datetime) -> tuple[int, int]:
+    """Make the turns and deliveries leased by ``owners`` (processes known to be
+    dead) due at once instead of when their leases run out; (turns, messages)."""
+    if not owners:
+        return 0, 0
+    turns = session.execute(
+        update(Instance)
+        .where(Instance.lease_owner.in_(owners))
+        .values(lease_owner=None, lease_expires_at=None)
+    ).rowcount
+    messages = session.execute(
+        update(Message)
+        .where(Message.lease_owner.in_(owners), Message.status == MessageStatus.SENDING.value)
+        .values(next_attempt_at=now)
+    ).rowcount
+    return int(turns or 0), int(messages or 0)
+
+
+def release_held(session: Session, instance_id: str, now: datetime) -> None:
+    """Messages held while their conversation was paused are due again."""
+    session.execute(
+        update(Message)
+        .where(
+            Message.instance_id == instance_id,
+            Message.status == MessageStatus.QUEUED.value,
+            Message.next_attempt_at.is_(None),
+        )
+        .values(next_attempt_at=now)
+    )
 
 
 def sent_since(session: Session, channel: str, since: datetime) -> tuple[int, datetime | None]:
@@ -171,7 +232,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
     candidates = [
         session.scalar(
             select(func.min(Instance.next_heartbeat_at)).where(
-                Instance.state == State.WAITING_FOR_REPLY.value
+                Instance.state == State.WAITING_FOR_REPLY.value, ~_undelivered(Instance.id)
             )
         ),
         session.scalar(
@@ -201,11 +262,7 @@ def count_due(session: Session, now: datetime, *, due_by: datetime | None = None
         select(func.count())
         .select_from(Instance)
         .where(*_turn_due(now), func.coalesce(Instance.not_before, Instance.updated_at) <= cutoff),
-        select(func.count())
-        .select_from(Instance)
-        .where(
-            Instance.state == State.WAITING_FOR_REPLY.value, Instance.next_heartbeat_at <= cutoff
-        ),
+        select(func.count()).select_from(Instance).where(*_heartbeat_due(cutoff)),
         select(func.count())
         .select_from(Instance)
         .where(Instance.state == State.PAUSED.value, Instance.paused_until <= cutoff),

@@ -20,7 +20,7 @@ from relay.core.errors import ConfigError, SchemaOutOfDate
 
 # The newest Alembic revision this code expects. A test checks that it is the
 # head of migrations/, so read commands can check the schema without alembic.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

@@ -72,6 +72,12 @@ class Contact(Base):
     timezone: Mapped[str | None] = mapped_column(String(64))
     opted_out_at: Mapped[datetime | None]
     opt_out_reason: Mapped[str | None] = mapped_column(Text)
+    # Set when a channel says the address will never work (a hard bounce):
+    # nothing more is sent to it and a new conversation is refused with the reason.
+    undeliverable_at: Mapped[datetime | None]
+    undeliverable_reason: Mapped[str | None] = mapped_column(Text)
+    # When the contact last wrote (WhatsApp's 24-hour session window hangs on it).
+    last_inbound_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -89,6 +95,8 @@ class Instance(Base):
     state: Mapped[str] = mapped_column(String(32), index=True)
     previous_state: Mapped[str | None] = mapped_column(String(32))
     objective: Mapped[str] = mapped_column(Text)
+    # The conversation's subject on channels that have one (email).
+    subject: Mapped[str | None] = mapped_column(Text)
     channel: Mapped[str] = mapped_column(String(64))
     agent: Mapped[str] = mapped_column(String(64))
     window: Mapped[str | None] = mapped_column(String(128))
@@ -147,11 +155,25 @@ class Message(Base):
     body: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16))
     channel: Mapped[str | None] = mapped_column(String(64))
+    # Inbound: message, auto_reply or unsubscribe (see core.values.InboundKind).
+    kind: Mapped[str] = mapped_column(String(16), default="message", server_default="message")
+    # Inbound: the provider ids it answers (In-Reply-To, References), one per line.
+    refs: Mapped[str | None] = mapped_column(Text)
+    # Inbound: the message as it arrived (a whole email), for audit.
+    raw: Mapped[str | None] = mapped_column(Text)
+    # What relay did to the text on the way in (truncated, emptied, late).
+    note: Mapped[str | None] = mapped_column(Text)
+    # Outbound: the provider's latest word on it (delivered, read, bounced, ...).
+    delivery_status: Mapped[str | None] = mapped_column(String(16))
+    delivery_updated_at: Mapped[datetime | None]
     # Outbox bookkeeping (outbound only).
     idempotency_key: Mapped[str | None] = mapped_column(String(64), unique=True)
     provider_message_id: Mapped[str | None] = mapped_column(String(255))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime | None]
+    # Who is sending it (a daemon id) while ``sending``: a restarted daemon takes
+    # back its own dead claims at once instead of waiting out the lease.
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
     proactive: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
@@ -161,6 +183,7 @@ class Message(Base):
     __table_args__ = (
         Index("ix_messages_status_next_attempt_at", "status", "next_attempt_at"),
         Index("ix_messages_channel_sent_at", "channel", "sent_at"),
+        Index("ix_messages_channel_provider_message_id", "channel", "provider_message_id"),
     )
 
 
@@ -194,6 +217,31 @@ class StateEntry(Base):
     updated_at: Mapped[datetime]
 
     __table_args__ = (UniqueConstraint("scope", "scope_id", "key"),)
+
+
+class ChannelCursor(Base):
+    """A channel's read position, moved in the transaction that stores what it read."""
+
+    __tablename__ = "channel_cursors"
+
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    position: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime]
+
+
+class InboundReject(Base):
+    """Inbound that could not become a transcript row (a sender that is no address):
+    kept, logged and counted in ``relay status`` rather than dropped."""
+
+    __tablename__ = "inbound_rejects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    sender: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(Text)
+    provider_message_id: Mapped[str | None] = mapped_column(String(255))
+    error: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
 
 
 class Daemon(Base):

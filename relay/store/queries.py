@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, func, select
@@ -11,8 +12,17 @@ from sqlalchemy.orm import Session
 
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
-from relay.core.values import MessageStatus
-from relay.store.models import CONTACT_SLOT_INDEX, Contact, Instance, Message, Todo, Transition
+from relay.core.values import Direction, MessageStatus
+from relay.store.models import (
+    CONTACT_SLOT_INDEX,
+    ChannelCursor,
+    Contact,
+    InboundReject,
+    Instance,
+    Message,
+    Todo,
+    Transition,
+)
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
@@ -49,6 +59,18 @@ def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> In
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
     return session.scalar(select(Contact).where(Contact.address == address))
+
+
+def lock_contact(session: Session, contact_id: int) -> None:
+    """Serialise the commands that decide who holds the contact's slot.
+
+    A conversation that ends (and promotes the next in line) and a ``start`` that
+    sees the slot taken (and queues) must not both decide on what they saw: under
+    READ COMMITTED neither sees the other's uncommitted row, and a queued
+    conversation could wait forever. Both take this lock first; on SQLite every
+    transaction already holds the database's write lock.
+    """
+    session.execute(select(Contact.id).where(Contact.id == contact_id).with_for_update())
 
 
 def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Instance | None:
@@ -218,3 +240,163 @@ def unprocessed_inbound_for(
 def count_by(session: Session, column: object, *where: object) -> dict[str, int]:
     rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
     return {str(key): int(count) for key, count in rows}
+
+
+# -- channels: read positions and provider ids ------------------------------------------------
+
+
+def channel_cursor(session: Session, channel: str) -> str | None:
+    return session.scalar(select(ChannelCursor.position).where(ChannelCursor.channel == channel))
+
+
+def advance_cursor(
+    session: Session, channel: str, *, read: str | None, position: str, now: datetime
+) -> bool:
+    """Move ``channel``'s position from ``read`` (what the poll started from) to
+    ``position``, in the caller's transaction; False when another poller moved it
+    meanwhile (what it read is stored by then, so ours are duplicates at worst)."""
+    row = session.scalar(
+        select(ChannelCursor).where(ChannelCursor.channel == channel).with_for_update()
+    )
+    if row is None:
+        if read is not None:
+            return False
+        try:
+            with session.begin_nested():
+                session.add(ChannelCursor(channel=channel, position=position, updated_at=now))
+                session.flush()
+        except IntegrityError:
+            return False  # another poller stored the first position first
+        return True
+    if row.position != read:
+        return False
+    row.position = position
+    row.updated_at = now
+    return True
+
+
+def inbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
+    return session.scalar(
+        select(Message)
+        .where(
+            Message.channel == channel,
+            Message.provider_message_id == provider_id,
+            Message.direction == Direction.INBOUND.value,
+        )
+        .limit(1)
+    )
+
+
+def outbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
+    return session.scalar(
+        select(Message)
+        .where(
+            Message.channel == channel,
+            Message.provider_message_id == provider_id,
+            Message.direction == Direction.OUTBOUND.value,
+        )
+        .with_for_update()
+        .limit(1)
+    )
+
+
+def instance_answered_by(session: Session, provider_ids: Sequence[str]) -> str | None:
+    """The conversation of the newest message among ``provider_ids`` (a reply's
+    In-Reply-To and References), if relay knows any of them."""
+    if not provider_ids:
+        return None
+    return session.scalar(
+        select(Message.instance_id)
+        .where(Message.provider_message_id.in_(provider_ids), Message.instance_id.is_not(None))
+        .order_by(Message.id.desc())
+        .limit(1)
+    )
+
+
+def latest_instance(session: Session, contact_id: int) -> Instance | None:
+    return session.scalar(
+        select(Instance)
+        .where(Instance.contact_id == contact_id)
+        .order_by(Instance.seq.desc())
+        .limit(1)
+        .with_for_update()
+    )
+
+
+def thread_of(session: Session, instance_id: str) -> tuple[str, ...]:
+    """Provider ids of the conversation's messages, oldest first (an email thread)."""
+    rows = session.scalars(
+        select(Message.provider_message_id)
+        .where(
+            Message.instance_id == instance_id,
+            Message.provider_message_id.is_not(None),
+            Message.status.not_in(UNDELIVERABLE),
+        )
+        .order_by(Message.id)
+    )
+    return tuple(r for r in rows if r)
+
+
+def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """:func:`thread_of` for several instances in one query."""
+    found: dict[str, list[str]] = {i: [] for i in instance_ids}
+    if not instance_ids:
+        return {}
+    for instance_id, provider_id in session.execute(
+        select(Message.instance_id, Message.provider_message_id)
+        .where(
+            Message.instance_id.in_(instance_ids),
+            Message.provider_message_id.is_not(None),
+            Message.status.not_in(UNDELIVERABLE),
+        )
+        .order_by(Message.id)
+    ):
+        found[instance_id].append(provider_id)
+    return {key: tuple(ids) for key, ids in found.items()}
+
+
+def late_replies(session: Session, instance_id: str) -> int:
+    """Inbound on an ended conversation that nobody has looked at."""
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(
+                Message.instance_id == instance_id,
+                Message.direction == Direction.INBOUND.value,
+                Message.status == MessageStatus.RECEIVED.value,
+            )
+        )
+        or 0
+    )
+
+
+def in_flight(session: Session, instance_id: str) -> int:
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(
+                Message.instance_id == instance_id,
+                Message.status == MessageStatus.SENDING.value,
+            )
+        )
+        or 0
+    )
+
+
+def inbound_trouble(session: Session) -> tuple[int, int]:
+    """(inbound waiting on ended conversations, inbound kept aside as unusable)."""
+    terminal = [s.value for s in State if s.terminal]
+    late = session.scalar(
+        select(func.count())
+        .select_from(Message)
+        .join(Instance, Instance.id == Message.instance_id)
+        .where(
+            Message.direction == Direction.INBOUND.value,
+            Message.status == MessageStatus.RECEIVED.value,
+            Instance.state.in_(terminal),
+        )
+    )
+    rejected = session.scalar(select(func.count()).select_from(InboundReject))
+    return int(late or 0), int(rejected or 0)

@@ -179,11 +179,17 @@ def test_an_absolute_file_setting_is_used_as_is(tmp_path, data_dir):
 # --- poll ------------------------------------------------------------------------------------
 
 
+def _poll(channel, cursor=None):
+    """Poll as the daemon does: from ``cursor``, returning messages and the next cursor."""
+    incoming = channel.poll(cursor)
+    return list(incoming.messages), incoming.cursor
+
+
 def test_poll_without_an_inbox_file_returns_nothing(data_dir):
-    assert _channel(data_dir).poll() == []
+    assert _poll(_channel(data_dir)) == ([], None)
 
 
-def test_poll_reads_inbox_lines_once(data_dir):
+def test_poll_reads_inbox_lines_from_the_cursor_it_is_given(data_dir):
     inbox = data_dir / "console-inbox.jsonl"
     _append(
         inbox,
@@ -197,7 +203,7 @@ def test_poll_reads_inbox_lines_once(data_dir):
     )
     channel = _channel(data_dir)
 
-    first = channel.poll()
+    first, cursor = _poll(channel)
 
     assert [(m.sender, m.text) for m in first] == [
         ("+15551230001", "yes please"),
@@ -207,19 +213,32 @@ def test_poll_reads_inbox_lines_once(data_dir):
     assert first[0].provider_message_id.startswith("console-in-0-")
     assert first[1].provider_message_id == "abc"
     assert first[1].received_at == datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
-    assert channel.poll() == []
+    assert cursor == str(inbox.stat().st_size)
+    assert _poll(channel, cursor) == ([], cursor)
 
 
-def test_poll_remembers_its_offset_across_restarts(data_dir):
+def test_poll_keeps_no_position_of_its_own(data_dir):
+    """Until the store keeps the new cursor, the same lines are read again:
+    a crash between the poll and the commit loses nothing."""
     inbox = data_dir / "console-inbox.jsonl"
     _append(inbox, {"from": "+15551230001", "text": "one"})
-    assert len(_channel(data_dir).poll()) == 1
+    channel = _channel(data_dir)
+    once, cursor = _poll(channel)
+    again, _ = _poll(channel)
 
+    assert [m.provider_message_id for m in once] == [m.provider_message_id for m in again]
     _append(inbox, {"from": "+15551230001", "text": "two"})
-    restarted = _channel(data_dir)
+    assert [m.text for m in _poll(_channel(data_dir), cursor)[0]] == ["two"]
+    assert not (data_dir / "console-inbox.jsonl.offset").exists()
 
-    assert [m.text for m in restarted.poll()] == ["two"]
-    assert (data_dir / "console-inbox.jsonl.offset").read_text() == str(inbox.stat().st_size)
+
+def test_poll_starts_from_a_legacy_offset_file_when_the_store_has_no_cursor(data_dir):
+    inbox = data_dir / "console-inbox.jsonl"
+    _append(inbox, {"from": "+15551230001", "text": "old"})
+    (data_dir / "console-inbox.jsonl.offset").write_text(str(inbox.stat().st_size))
+    _append(inbox, {"from": "+15551230001", "text": "new"})
+
+    assert [m.text for m in _poll(_channel(data_dir))[0]] == ["new"]
 
 
 def test_poll_leaves_a_line_still_being_written_for_next_time(data_dir):
@@ -227,9 +246,9 @@ def test_poll_leaves_a_line_still_being_written_for_next_time(data_dir):
     _append(inbox, '{"from": "+15551230001", "text": "hal')
     channel = _channel(data_dir)
 
-    assert channel.poll() == []
+    assert _poll(channel) == ([], "0")
     _append(inbox, 'f done"}\n')
-    assert [m.text for m in channel.poll()] == ["half done"]
+    assert [m.text for m in _poll(channel, "0")[0]] == ["half done"]
 
 
 def test_poll_skips_malformed_lines_with_a_warning(data_dir, caplog):
@@ -242,7 +261,7 @@ def test_poll_skips_malformed_lines_with_a_warning(data_dir, caplog):
     )
 
     with caplog.at_level(logging.WARNING, logger="relay.channels.console"):
-        messages = _channel(data_dir).poll()
+        messages, _ = _poll(_channel(data_dir))
 
     assert [m.text for m in messages] == ["fine"]
     assert len(caplog.records) == 2
@@ -252,19 +271,18 @@ def test_poll_starts_over_when_the_inbox_was_truncated(data_dir):
     inbox = data_dir / "console-inbox.jsonl"
     _append(inbox, {"from": "+15551230001", "text": "a long first message"})
     channel = _channel(data_dir)
-    channel.poll()
+    _, cursor = _poll(channel)
 
     inbox.write_text(json.dumps({"from": "+1", "text": "new"}) + "\n")
 
-    assert [m.text for m in channel.poll()] == ["new"]
+    assert [m.text for m in _poll(channel, cursor)[0]] == ["new"]
 
 
-def test_inbox_setting_moves_the_inbox_and_its_offset_file(tmp_path, data_dir):
+def test_inbox_setting_moves_the_inbox(tmp_path, data_dir):
     channel = _channel(data_dir, inbox="replies.jsonl")
     _append(tmp_path / "replies.jsonl", {"from": "+15551230001", "text": "hi"})
 
-    assert [m.text for m in channel.poll()] == ["hi"]
-    assert (tmp_path / "replies.jsonl.offset").is_file()
+    assert [m.text for m in _poll(channel)[0]] == ["hi"]
 
 
 def test_an_unwritable_outbox_is_a_transient_channel_error(tmp_path, outbound):
@@ -283,7 +301,7 @@ def test_an_unreadable_inbox_is_a_channel_error(tmp_path):
     channel = ConsoleChannel("console", tmp_path / "out.jsonl", folder)
 
     with pytest.raises(ChannelError, match="cannot read"):
-        channel.poll()
+        channel.poll(None)
 
 
 def test_separate_processes_share_one_record(data_dir):

@@ -7,7 +7,7 @@ from email.policy import default as default_policy
 
 import pytest
 
-from relay.channels.base import ChannelError, PermanentChannelError, make_channel
+from relay.channels.base import ChannelError, Incoming, PermanentChannelError, make_channel
 from relay.channels.email import EmailChannel, message_id_for
 from relay.core.errors import ConfigError
 
@@ -135,7 +135,7 @@ def test_a_header_injection_attempt_is_permanent(mail, smtp_server, outbound):
 
 
 def test_poll_returns_nothing(mail):
-    assert mail().poll() == []
+    assert mail().poll(None) == Incoming()
 
 
 # --- settings --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from importlib import metadata
 import pytest
 
 from relay.channels import base
-from relay.channels.base import Inbound, Outbound, channel_kinds, make_channel
+from relay.channels.base import Incoming, Outbound, channel_kinds, make_channel
 from relay.channels.console import ConsoleChannel
 from relay.channels.email import EmailChannel
 from relay.channels.webhook import WebhookChannel
@@ -51,8 +51,8 @@ class Pigeon:
     def send(self, message: Outbound) -> str:
         return "coo-" + message.idempotency_key
 
-    def poll(self) -> list[Inbound]:
-        return []
+    def poll(self, cursor: str | None) -> Incoming:
+        return Incoming()
 
 
 def test_a_third_party_channel_registers_through_an_entry_point(monkeypatch):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from relay.channels.base import ChannelError, PermanentChannelError, make_channel
+from relay.channels.base import ChannelError, Incoming, PermanentChannelError, make_channel
 from relay.channels.webhook import WebhookChannel
 from relay.core.errors import ConfigError
 
@@ -149,7 +149,7 @@ def test_a_timeout_is_transient(http_endpoint, outbound, channels):
 
 
 def test_poll_without_poll_url_returns_nothing(hook, http_endpoint):
-    assert hook().poll() == []
+    assert hook().poll(None) == Incoming()
     assert http_endpoint.requests == []
 
 
@@ -164,8 +164,10 @@ def test_poll_reads_messages_from_poll_url(hook, http_endpoint):
         },
     )
 
-    messages = hook(poll_url=http_endpoint.url("/inbox")).poll()
+    incoming = hook(poll_url=http_endpoint.url("/inbox")).poll(None)
+    messages = incoming.messages
 
+    assert incoming.cursor is None
     assert [(m.sender, m.text, m.provider_message_id) for m in messages] == [
         ("+15551230001", "yes", "in-1"),
         ("ann@example.com", "no", None),
@@ -180,14 +182,24 @@ def test_poll_rejects_an_unexpected_body(hook, http_endpoint, body):
     http_endpoint.reply(200, body)
 
     with pytest.raises(ChannelError, match="unexpected body"):
-        hook(poll_url=http_endpoint.url("/inbox")).poll()
+        hook(poll_url=http_endpoint.url("/inbox")).poll(None)
+
+
+def test_poll_passes_the_stored_cursor_and_returns_the_endpoints_next_one(hook, http_endpoint):
+    http_endpoint.reply(200, {"messages": [{"from": "+15551230001", "text": "a"}], "cursor": "c7"})
+
+    incoming = hook(poll_url=http_endpoint.url("/inbox")).poll("c6")
+
+    assert incoming.cursor == "c7"
+    (request,) = http_endpoint.requests
+    assert request.path == "/inbox?cursor=c6"
 
 
 def test_poll_server_error_is_a_channel_error(hook, http_endpoint):
     http_endpoint.reply(503)
 
     with pytest.raises(ChannelError, match="503"):
-        hook(poll_url=http_endpoint.url("/inbox")).poll()
+        hook(poll_url=http_endpoint.url("/inbox")).poll(None)
 
 
 # --- settings --------------------------------------------------------------------------------

@@ -253,7 +253,10 @@ def _daemon_mid_turn(
     daemon = DaemonProcess(work, child_env(db_url)).start()
     try:
         wait_until(lambda: daemon_row(relay, daemon.pid), timeout=30)
-        iid = relay.start(PHONE, "Confirm the date", ["Which day?"], agent="command").id
+        # The starter must know the agent too: start refuses one that cannot run.
+        agent = {"agent.command.command": [sys.executable, str(work / "slow_agent.py")]}
+        starter = Relay(relay.store, relay.config.with_overrides(agent), relay.clock)
+        iid = starter.start(PHONE, "Confirm the date", ["Which day?"], agent="command").id
         wait_until(marker.exists, timeout=30)
     except BaseException:
         daemon.kill()

@@ -42,7 +42,7 @@ def test_transcripts_of_long_ended_conversations_are_deleted_when_configured(
     relay.cancel(ended)
     live = start_waiting(relay, OTHER)
     clock.advance(8 * DAY)
-    relay.receive(PHONE, "hello?")  # unrouted now: kept
+    relay.receive(PHONE, "hello?")  # a late reply on the ended one: kept
 
     result = retention.prune(relay)
     assert result["transcript_messages_deleted"] == 1

@@ -101,8 +101,10 @@ class FlakyChannel:
             raise ChannelError("provider answered 503")
         return "ok"
 
-    def poll(self) -> list[Any]:
-        return []
+    def poll(self, cursor: str | None) -> Any:
+        from relay.channels.base import Incoming
+
+        return Incoming()
 
 
 @pytest.fixture

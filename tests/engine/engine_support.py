@@ -93,8 +93,10 @@ class TestChannel:
         self.delivered.setdefault(message.idempotency_key, message)
         return f"test-{message.idempotency_key[:8]}"
 
-    def poll(self) -> list[Any]:
-        return []
+    def poll(self, cursor: str | None) -> Any:
+        from relay.channels.base import Incoming
+
+        return Incoming()
 
 
 # -- the engine ---------------------------------------------------------------------------------
@@ -179,8 +181,8 @@ class DyingConsole:
             raise ProcessDied(provider_id)
         return provider_id
 
-    def poll(self) -> list[Any]:
-        return self.inner.poll()
+    def poll(self, cursor: str | None) -> Any:
+        return self.inner.poll(cursor)
 
 
 # -- a chat-completions server on loopback ------------------------------------------------------

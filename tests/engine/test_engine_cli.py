@@ -105,19 +105,15 @@ def test_tick_reads_the_console_inbox(cli: Cli, tmp_path: Path) -> None:
     assert ok(cli("tick", "--json", "--no-poll")).json()["inbound_polled"] == 0
 
 
-def test_start_never_reports_failure_for_a_created_instance(cli: Cli) -> None:
-    """The command agent has no command configured: the instance exists, goes to a
-    person, and start still exits 0 with a warning."""
-    result = ok(cli(*START, "--agent", "command"))
-    iid, state = result.stdout.split()
-    assert state == "NEEDS_HUMAN_INTERVENTION"
+def test_start_with_an_agent_that_cannot_run_creates_nothing(cli: Cli) -> None:
+    """The command agent has no command configured: start refuses before it writes
+    anything (exit 2, one line), instead of leaving a conversation stuck."""
+    result = cli(*START, "--agent", "command")
+    assert result.exit_code == 2
     assert "agent.command.command is not set" in result.stderr
-    shown = ok(cli("show", iid, "--json")).json()
-    assert shown["agent"] == "command"
-    assert [h["to_state"] for h in ok(cli("history", iid, "--json")).json()] == [
-        "CREATED",
-        "NEEDS_HUMAN_INTERVENTION",
-    ]
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert result.stdout == ""
+    assert ok(cli("list", "--json")).json() == []
 
 
 def test_start_outside_the_sending_window_holds_the_first_message(cli: Cli, tmp_path: Path) -> None:
@@ -169,8 +165,10 @@ def test_send_leaves_a_message_queued_when_the_channel_fails(cli: Cli, flaky: Te
     assert (message["status"], message["last_error"]) == ("queued", "connection reset")
 
     flaky.fail_always = None
-    # Not before the backoff: the next tick leaves it (and runs the first turn).
-    assert ok(cli("tick", "--json")).json()["delivered"] == 1
+    # Not before the backoff: the next tick leaves it and runs the first turn, whose
+    # message waits behind the operator's (a conversation's messages keep their order).
+    assert ok(cli("tick", "--json")).json()["delivered"] == 0
+    assert [m.text for m in flaky.delivered.values()] == []
 
 
 def test_send_says_so_when_the_message_failed_for_good(cli: Cli, flaky: TestChannel) -> None:

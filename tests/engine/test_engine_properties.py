@@ -6,9 +6,10 @@ ACTIVE, WAITING_FOR_AGENT, HEARTBEAT_SCHEDULED) unless a dead worker's lease sti
 covers it; at every delivery
 - the row being sent is claimed (``sending``): a sent message is never sent again;
 - the contact has not opted out;
+- its conversation is not paused, queued, cancelled, failed or abandoned;
 and once the dust settles (time passes, channels recover), every outbound row is
-final, every row marked sent reached the channel exactly once, and relay doctor
-finds no broken invariant.
+final (or held for a paused conversation), every row marked sent reached the
+channel exactly once, and relay doctor finds no broken invariant.
 
 Each example talks to a contact of its own in one database per test.
 """
@@ -34,6 +35,8 @@ from relay.store import claims
 from relay.store.models import Contact, Instance, Message
 
 TURN_STATES = set(claims.TURN_STATES)
+#: After a pause, a cancel or an abandon was acknowledged, nothing more goes out.
+HELD_OR_ENDED = {"PAUSED", "QUEUED", "FAILED", "ABANDONED"}
 REPLIES = ["Thursday", "555-0143", "I need a human", "Stop. Thank you", "START", "ok"]
 NUMBERS = itertools.count(1)
 
@@ -62,6 +65,12 @@ class WatchingChannel:
                 self.violations.append(
                     f"message {message.message_id} sent to opted-out {message.to}"
                 )
+            instance = session.get(Instance, message.instance_id) if message.instance_id else None
+            if instance is not None and instance.state in HELD_OR_ENDED:
+                self.violations.append(
+                    f"message {message.message_id} sent while its conversation "
+                    f"was {instance.state} ({instance.failure_reason})"
+                )
         if self.fail_next:
             self.fail_next -= 1
             raise ChannelError("provider hiccup")
@@ -72,8 +81,10 @@ class WatchingChannel:
             raise ProcessDied()
         return f"watch-{message.idempotency_key[:8]}"
 
-    def poll(self) -> list[Any]:
-        return []
+    def poll(self, cursor: str | None) -> Any:
+        from relay.channels.base import Incoming
+
+        return Incoming()
 
 
 OPS = st.one_of(
@@ -138,6 +149,7 @@ def _settle(engine: Engine, channel: WatchingChannel, contact: str) -> None:
     for _ in range(6):
         engine.clock.advance(timedelta(minutes=10))
         _tick(engine, contact)
+    paused = {i.id for i in _instances(engine, contact) if i.state == "PAUSED"}
     with engine.relay.store.transaction() as session:
         rows = session.scalars(
             select(Message)
@@ -145,7 +157,9 @@ def _settle(engine: Engine, channel: WatchingChannel, contact: str) -> None:
             .where(Contact.address == contact, Message.direction == "outbound")
         ).all()
         for row in rows:
-            assert row.status in ("sent", "failed", "blocked", "cancelled"), (row.id, row.status)
+            final = row.status in ("sent", "failed", "blocked", "cancelled")
+            held = row.status == "queued" and row.instance_id in paused
+            assert final or held, (row.id, row.status)
             if row.status == "sent":
                 assert channel.delivered.get(row.idempotency_key or "") == row.id
 

@@ -1,0 +1,55 @@
+"""Building agents and channels from the configuration, and asking them what is wrong.
+
+``relay start`` asks before it creates anything, and ``relay doctor`` asks for
+every configured backend: a conversation created on a channel whose secret is
+missing would only fail later, in the daemon, where nobody is watching.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay.config import Config
+from relay.core.errors import RelayError
+
+
+def channel_settings(config: Config, name: str) -> dict[str, Any]:
+    settings: dict[str, Any] = dict(config.section(f"channels.{name}"))
+    settings["_data_dir"] = str(config.data_dir)
+    return settings
+
+
+def agent_settings(config: Config, name: str) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "timeout": config.get("agent.timeout"),
+        "_data_dir": str(config.data_dir),
+        "base_dir": str(config.base_dir),
+    }
+    settings.update(config.section(f"agent.{name}"))
+    return settings
+
+
+def channel_names(config: Config) -> list[str]:
+    names = {str(config.get("defaults.channel") or "console")}
+    names.update(k.split(".", 1)[0] for k in config.section("channels"))
+    return sorted(names)
+
+
+def setup_problems(config: Config, channel: str, agent: str, address: str | None) -> list[str]:
+    """What would stop a conversation on ``channel`` with ``agent`` (to ``address``)."""
+    from relay.agents.base import make_agent
+    from relay.channels.base import channel_problems, make_channel
+
+    problems: list[str] = []
+    try:
+        built = make_channel(channel, channel_settings(config, channel))
+        problems.extend(channel_problems(built, address))
+    except RelayError as exc:
+        problems.append(exc.message)
+    try:
+        check = getattr(make_agent(agent, agent_settings(config, agent)), "check", None)
+        if callable(check):
+            problems.extend(check())
+    except RelayError as exc:
+        problems.append(exc.message)
+    return problems

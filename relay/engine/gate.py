@@ -1,0 +1,122 @@
+"""Whether an outbound message may go now: the dispatcher asks twice, when it
+claims a batch and again under lock just before each send.
+
+Asking again at the last moment is what makes an acknowledged ``relay cancel``
+or ``relay pause`` final: a message written earlier (the rest of a multi-message
+turn, a retry waiting out its backoff, a send left ``sending`` by a crashed
+daemon) is held or cancelled here instead of reaching the contact afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import Row, func, select
+from sqlalchemy.orm import Session
+
+from relay.core.states import State
+from relay.core.values import Direction, MessageStatus
+from relay.store.models import Contact, Instance, Message
+
+
+class Verdict(Enum):
+    GO = "go"
+    #: Not now: the conversation is paused (or still queued); resuming releases it.
+    HOLD = "hold"
+    #: Never, and not a failure: the conversation moved on without it.
+    CANCEL = "cancel"
+    #: Never: the contact opted out.
+    BLOCK = "block"
+    #: Never: the address cannot be reached.
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Ruling:
+    verdict: Verdict
+    reason: str | None = None
+
+
+GO = Ruling(Verdict.GO)
+#: Terminal states whose queued messages still go: the farewell of a completed
+#: conversation. Cancelled, abandoned, opted-out and failed ones send nothing more.
+_DELIVERS_AFTER_END = frozenset({State.COMPLETED})
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules look at, read for a whole batch in three queries."""
+
+    contacts: dict[int, Row[Any]]
+    instances: dict[str, Row[Any]]
+    #: The newest inbound message id per instance.
+    last_inbound: dict[str, int]
+
+    @classmethod
+    def read(cls, session: Session, messages: Iterable[Message]) -> Facts:
+        rows = list(messages)
+        contact_ids = {m.contact_id for m in rows}
+        instance_ids = {m.instance_id for m in rows if m.instance_id}
+        contacts: dict[int, Row[Any]] = {}
+        instances: dict[str, Row[Any]] = {}
+        last_inbound: dict[str, int] = {}
+        if contact_ids:
+            query = select(
+                Contact.id, Contact.address, Contact.opted_out_at, Contact.undeliverable_reason
+            ).where(Contact.id.in_(contact_ids))
+            contacts = {row.id: row for row in session.execute(query)}
+        if instance_ids:
+            query = select(
+                Instance.id, Instance.state, Instance.previous_state, Instance.subject
+            ).where(Instance.id.in_(instance_ids))
+            instances = {row.id: row for row in session.execute(query)}
+            inbound = (
+                select(Message.instance_id, func.max(Message.id))
+                .where(
+                    Message.instance_id.in_(instance_ids),
+                    Message.direction == Direction.INBOUND.value,
+                )
+                .group_by(Message.instance_id)
+            )
+            last_inbound = {str(i): int(n) for i, n in session.execute(inbound)}
+        return cls(contacts, instances, last_inbound)
+
+
+def rule(message: Message, facts: Facts) -> Ruling:
+    contact = facts.contacts.get(message.contact_id)
+    if contact is not None and contact.opted_out_at is not None:
+        return Ruling(Verdict.BLOCK, "contact opted out")
+    if contact is not None and contact.undeliverable_reason:
+        return Ruling(Verdict.FAIL, f"address undeliverable: {contact.undeliverable_reason}")
+    instance = facts.instances.get(message.instance_id or "")
+    if instance is None:
+        return GO
+    state = State(instance.state)
+    if state is State.PAUSED or state is State.QUEUED:
+        return Ruling(Verdict.HOLD, f"conversation is {state.value}")
+    if state.terminal and state not in _DELIVERS_AFTER_END:
+        return Ruling(Verdict.CANCEL, f"conversation ended ({state.value}) before delivery")
+    if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
+        return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")
+    return GO
+
+
+def apply(message: Message, ruling: Ruling) -> None:
+    """Record a ruling other than GO on the (locked) message row."""
+    message.last_error = ruling.reason
+    message.lease_owner = None
+    if ruling.verdict is Verdict.HOLD:
+        # Not an attempt; due again when the conversation is resumed.
+        message.status = MessageStatus.QUEUED.value
+        message.attempts = max(0, message.attempts - 1)
+        message.next_attempt_at = None
+        return
+    message.next_attempt_at = None
+    message.status = {
+        Verdict.CANCEL: MessageStatus.CANCELLED,
+        Verdict.BLOCK: MessageStatus.BLOCKED,
+        Verdict.FAIL: MessageStatus.FAILED,
+    }[ruling.verdict].value
