@@ -82,7 +82,7 @@ class TelegramChannel:
         return Incoming(messages=messages, cursor=str(newest + 1))
 
     def check(self) -> list[str]:
-        return [f"channel {self.name}: {p}" for p in missing_env([self.token_env])]
+        return missing_env(self.name, "token_env", self.token_env)
 
     def address_problem(self, address: str) -> str | None:
         if chat_id(address) is not None:

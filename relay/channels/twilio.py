@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any
 from relay.channels.base import (
     ChannelError,
     ChannelUnavailable,
-    DeliveryStatus,
     Inbound,
-    InboundKind,
     Incoming,
     Outbound,
     PermanentChannelError,
@@ -43,6 +41,7 @@ from relay.channels.base import (
 )
 from relay.channels.segments import segment_count
 from relay.core.errors import ConfigError
+from relay.core.values import DeliveryStatus, InboundKind
 
 if TYPE_CHECKING:
     import httpx
@@ -170,7 +169,7 @@ class TwilioChannel:
 
     def check(self) -> list[str]:
         """What is missing for this channel to send (``relay start`` and ``relay doctor``)."""
-        problems = [f"channel {self.name}: {p}" for p in missing_env([self.token_env])]
+        problems = missing_env(self.name, "auth_token_env", self.token_env)
         if not self.public_url and self.status_callback:
             problems.append(
                 f"channel {self.name}: no public_url, so no delivery receipts and no "

@@ -65,7 +65,11 @@ class Facts:
         last_inbound: dict[str, int] = {}
         if contact_ids:
             query = select(
-                Contact.id, Contact.address, Contact.opted_out_at, Contact.undeliverable_reason
+                Contact.id,
+                Contact.address,
+                Contact.opted_out_at,
+                Contact.undeliverable_reason,
+                Contact.last_inbound_at,
             ).where(Contact.id.in_(contact_ids))
             contacts = {row.id: row for row in session.execute(query)}
         if instance_ids:

@@ -12,14 +12,13 @@ from messaging_fakes import ACCOUNT, TOKEN, FakeTwilio, fake_twilio
 from relay.channels.base import (
     ChannelError,
     ChannelUnavailable,
-    DeliveryStatus,
-    InboundKind,
     Outbound,
     PermanentChannelError,
     RecipientOptedOut,
     make_channel,
 )
 from relay.channels.twilio import SegmentPacer, parse_inbound, parse_status
+from relay.core.values import DeliveryStatus, InboundKind
 
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
