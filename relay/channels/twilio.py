@@ -170,10 +170,10 @@ class TwilioChannel:
     def check(self) -> list[str]:
         """What is missing for this channel to send (``relay start`` and ``relay doctor``)."""
         problems = missing_env(self.name, "auth_token_env", self.token_env)
-        if not self.public_url and self.status_callback:
+        if not self.public_url and not self.polling:
             problems.append(
-                f"channel {self.name}: no public_url, so no delivery receipts and no "
-                "webhook replies (set public_url, or polling = true)"
+                f"channel {self.name}: no public_url, so replies and delivery receipts "
+                "could not reach relay serve (set public_url, or polling = true)"
             )
         return problems
 
