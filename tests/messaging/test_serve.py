@@ -212,3 +212,24 @@ def test_healthz(served: tuple[Any, Any]) -> None:
     _, client = served
     answer = client.get("/healthz")
     assert answer.status_code == 200 and answer.json()["ok"] is True
+
+
+def test_yes_opts_back_in_after_stop(served: tuple[Any, Any]) -> None:
+    relay, client = served
+    twilio_post(client, "/twilio/sms/inbound", sms("STOP", "SM1"))
+    twilio_post(client, "/twilio/sms/inbound", sms("YES", "SM2"))
+    assert relay.contact(PHONE).opted_out_at is None
+
+
+def test_read_commands_do_not_import_the_http_stack() -> None:
+    """`relay list` must start fast: starlette, uvicorn and twilio load only for serve."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from relay.cli.main import app; from typer.testing import CliRunner; "
+        "CliRunner().invoke(app, ['list']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'starlette', 'uvicorn', 'twilio'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
