@@ -88,10 +88,11 @@ def test_bad_credentials_keep_the_message_queued(
     relay: Any, twilio_api: FakeTwilio, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TWILIO_TOKEN", "wrong")
-    start(relay)
+    instance = start(relay)
     [message] = outbound(relay)
     assert (message.status, message.attempts) == ("queued", 0)
     assert "authentication failed" in (message.last_error or "")
+    assert "kept queued: " in (relay.get(instance).next_message or "")
 
 
 @SQLITE_ONLY
@@ -121,6 +122,7 @@ def test_whatsapp_outside_the_window_without_a_template_is_not_sent(
     assert twilio_api.sent == []
     assert relay.get(instance).state == "NEEDS_HUMAN_INTERVENTION"
     assert any("24 hours" in r and "template" in r for r in reasons(relay, instance))
+    assert "template_sid" in (relay.get(instance).next_message or "")  # `relay show` says why
 
 
 def test_whatsapp_after_the_contact_wrote_sends_free_text(
