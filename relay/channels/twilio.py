@@ -50,6 +50,7 @@ log = logging.getLogger("relay.channels.twilio")
 
 DEFAULT_API = "https://api.twilio.com"
 WHATSAPP_WINDOW = timedelta(hours=24)
+FIRST_LOOKBACK = timedelta(days=1)
 OPT_OUT_KEYWORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"})
 OPT_IN_KEYWORDS = frozenset({"START", "UNSTOP", "YES"})
 HELP_KEYWORDS = frozenset({"HELP", "INFO"})
@@ -135,7 +136,10 @@ class TwilioChannel:
         self.help_text = str(settings.get("help_text") or DEFAULT_HELP)
         self.template_sid = str(settings.get("template_sid") or "") or None
         self.template_variables = _template_variables(name, settings.get("template_variables"))
-        rate = float(settings.get("segments_per_second", 1))
+        try:
+            rate = float(settings.get("segments_per_second", 1))
+        except (TypeError, ValueError):
+            raise ConfigError(f"channels.{name}.segments_per_second: expected a number") from None
         self.pacer = SegmentPacer(rate)
         for key in ("public_url", "api_url"):
             value = settings.get(key)
@@ -161,11 +165,12 @@ class TwilioChannel:
         the same second as the cursor comes again and the store drops it by sid."""
         if not self.polling:
             return Incoming(cursor=cursor)
-        since = datetime.fromisoformat(cursor) if cursor else None
+        # The first poll looks back one day, not through the number's whole history.
+        since = datetime.fromisoformat(cursor) if cursor else datetime.now(UTC) - FIRST_LOOKBACK
         items = self._list_inbound(since)
         newest = max((d for _, d in items), default=since)
-        messages = [m for m, d in items if since is None or d >= since]
-        return Incoming(messages=messages, cursor=newest.isoformat() if newest else cursor)
+        messages = [m for m, d in items if d >= since]
+        return Incoming(messages=messages, cursor=newest.isoformat())
 
     def check(self) -> list[str]:
         """What is missing for this channel to send (``relay start`` and ``relay doctor``)."""
@@ -236,11 +241,10 @@ class TwilioChannel:
 
     # -- polling --------------------------------------------------------------------
 
-    def _list_inbound(self, since: datetime | None) -> list[tuple[Inbound, datetime]]:
+    def _list_inbound(self, since: datetime) -> list[tuple[Inbound, datetime]]:
         base = f"{self.api_url}/2010-04-01/Accounts/{self.account_sid}/Messages.json"
         params: dict[str, str] = {"To": self._address(self.sender), "PageSize": "100"}
-        if since is not None:
-            params["DateSent>"] = since.date().isoformat()
+        params["DateSent>"] = since.date().isoformat()
         url: str | None = base
         found: list[tuple[Inbound, datetime]] = []
         for _ in range(MAX_PAGES):
@@ -293,7 +297,7 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 def _in_session(message: Outbound) -> bool:
-    last = getattr(message, "last_inbound_at", None)
+    last = message.last_inbound_at
     return last is not None and datetime.now(UTC) - last < WHATSAPP_WINDOW
 
 

@@ -125,7 +125,8 @@ def test_whatsapp_outside_the_window_sends_the_template(twilio_api: FakeTwilio) 
 
 def test_polling_reads_new_inbound_messages_with_a_cursor(twilio_api: FakeTwilio) -> None:
     sms = channel(twilio_api, polling=True)
-    first = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+    first = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    twilio_api.add_inbound(PHONE, NUMBER, "from last week", first - timedelta(days=7))
     sid = twilio_api.add_inbound(PHONE, NUMBER, "Thursday works", first)
     got = sms.poll(None)
     assert [(m.sender, m.text, m.provider_message_id) for m in got.messages] == [
