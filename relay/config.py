@@ -8,6 +8,7 @@ that holds them (``api_key_env = "OPENAI_API_KEY"``).
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from collections.abc import Mapping
@@ -15,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from relay.core.errors import ConfigError
+from relay.core.durations import parse_duration
+from relay.core.errors import ConfigError, InvalidInput
+from relay.core.secrets import is_secret_key
 
 CONFIG_NAME = "relay.toml"
 DATA_DIR = ".relay"
@@ -44,6 +47,23 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+#: Sections whose sub-tables belong to a backend (``[channels.email]``,
+#: ``[agent.command]``): their keys are the backend's to check, not ours.
+BACKEND_SECTIONS = ("channels", "agent")
+
+#: Known keys whose value is a duration (``30m``); ``agent.timeout`` may also be seconds.
+DURATION_KEYS = frozenset(
+    {
+        "defaults.heartbeat",
+        "agent.timeout",
+        "turns.lease",
+        "outbox.backoff",
+        "daemon.pulse",
+        "daemon.poll",
+    }
+)
+
+
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
@@ -70,6 +90,50 @@ def _coerce(key: str, raw: str) -> Any:
         except ValueError:
             raise ConfigError(f"{env_name(key)}={raw!r} is not a whole number") from None
     return raw
+
+
+def check_key(key: str, where: str) -> None:
+    """Refuse a key relay does not know (a typo would otherwise be ignored silently)
+    and a secret written into the file; backend sections keep free-form keys."""
+    if is_secret_key(key):
+        name = key.rsplit(".", 1)[-1]
+        raise ConfigError(
+            f"{where}: {key} holds a secret in the file; "
+            f'use {name}_env = "NAME_OF_VARIABLE" and put the secret in that variable'
+        )
+    parts = key.split(".")
+    if len(parts) >= 3 and parts[0] in BACKEND_SECTIONS:
+        return
+    if key in DEFAULTS:
+        return
+    if parts[0] == "channels":
+        raise ConfigError(f"{where}: {key} must be a table such as [channels.console]")
+    close = difflib.get_close_matches(key, list(DEFAULTS), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    raise ConfigError(f"{where}: unknown setting {key}{hint}")
+
+
+def check_value(key: str, value: Any, where: str) -> None:
+    """A known key's value must have its type (and a duration must parse) at load time,
+    so the error names the key and where it was set, not a later int() failure."""
+    default = DEFAULTS.get(key)
+    if key not in DEFAULTS:
+        return
+    if isinstance(default, int) and not isinstance(default, bool):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
+        if value < 0:
+            raise ConfigError(f"{where}: {key} must not be negative, not {value!r}")
+        return
+    if key == "agent.timeout" and isinstance(value, int | float) and not isinstance(value, bool):
+        return
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
+    if key in DURATION_KEYS:
+        try:
+            parse_duration(value)
+        except InvalidInput as exc:
+            raise ConfigError(f"{where}: {key}: {exc.message}") from None
 
 
 @dataclass
@@ -143,6 +207,8 @@ def load_config(
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
         for key, value in _flatten(data).items():
+            check_key(key, str(path))
+            check_value(key, value, str(path))
             values[key] = value
             sources[key] = str(path)
     for key in list(values):
@@ -150,6 +216,7 @@ def load_config(
         if name in env:
             values[key] = _coerce(key, env[name])
             sources[key] = f"env {name}"
+            check_value(key, values[key], f"environment variable {name}")
     base_dir = path.parent if path is not None else Path.cwd()
     config = Config(values, sources, path, base_dir)
     return config.with_overrides(overrides or {})

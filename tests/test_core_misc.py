@@ -282,9 +282,9 @@ def test_the_default_region_applies_to_national_numbers() -> None:
     assert normalise_address("+44 20 7946 0018", "US").value == "+442079460018"
 
 
-def test_email_addresses_are_validated_with_a_lower_cased_domain() -> None:
+def test_email_addresses_are_validated_and_lower_cased() -> None:
     address = normalise_address("  Ann.Lee@Example.COM ", "US")
-    assert address.value == "Ann.Lee@example.com"
+    assert address.value == "ann.lee@example.com"
     assert address.kind == "email"
     assert normalise_address("ann.lee@example.com").value == "ann.lee@example.com"
 
@@ -295,3 +295,20 @@ def test_invalid_addresses_are_refused(text: str) -> None:
         normalise_address(text, "US")
     assert "\n" not in refused.value.message
     assert refused.value.exit_code == 2
+
+
+# -- subjects ----------------------------------------------------------------------------------
+
+
+def test_the_default_subject_is_the_objectives_first_sentence() -> None:
+    from relay.core.subjects import clean_subject, subject_from_objective
+
+    assert (
+        subject_from_objective("confirm the delivery date of order 1042. Be polite.")
+        == "Confirm the delivery date of order 1042"
+    )
+    assert subject_from_objective("\n  ask about   the invoice:\nmore") == "Ask about the invoice"
+    long = subject_from_objective("find out " + "whether the warehouse can take " * 5)
+    assert long is not None and len(long) <= 60 and long.endswith("…")
+    assert subject_from_objective("   ") is None
+    assert clean_subject("Your order\r\nBcc: x") == "Your order Bcc: x"

@@ -24,7 +24,7 @@ THIRD_PARTY = {
     "core": set(),
     "store": {"sqlalchemy", "alembic"},
     "agents": {"httpx"},
-    "channels": {"httpx"},
+    "channels": {"httpx", "imapclient", "mailparser_reply"},
 }
 
 

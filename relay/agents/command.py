@@ -10,16 +10,20 @@ once will most likely do it again, so a person should look.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import selectors
 import shlex
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from relay.agents.base import AgentConfigError, AgentError, excerpt, timeout_seconds
 from relay.core.errors import InvalidInput
@@ -28,8 +32,14 @@ from relay.core.turns import Action, TurnContext, actions_from_json
 #: Sent as ``"schema"`` in the stdin document, so a program can check what it reads.
 SCHEMA = "relay.turn/1"
 
-#: Seconds to wait for a killed process group to release its pipes.
+#: Seconds to wait for a killed process to be reaped.
 _REAP_SECONDS = 5.0
+
+#: Default most bytes of stdout read from the program (``agent.command.max_output``).
+MAX_OUTPUT = 1024 * 1024
+#: Bytes read from a pipe at a time, and the tail of stderr kept for error messages.
+_CHUNK = 65536
+_STDERR_KEPT = 65536
 
 
 @dataclass(frozen=True)
@@ -45,18 +55,23 @@ class CommandAgent:
     timeout: float = 60.0
     cwd: Path | None = None
     pass_env: tuple[str, ...] = ()
+    max_output: int = MAX_OUTPUT
     name: str = "command"
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> CommandAgent:
         base = Path(str(settings.get("base_dir") or os.getcwd()))
-        argv = tuple(_resolve(arg, base) for arg in _argv(settings.get("command")))
+        argv = tuple(
+            _resolve(arg, base, program=i == 0)
+            for i, arg in enumerate(_argv(settings.get("command")))
+        )
         cwd = settings.get("cwd")
         return cls(
             argv=argv,
             timeout=timeout_seconds(settings),
             cwd=base / str(cwd) if cwd else None,
             pass_env=_names(settings.get("pass_env", ())),
+            max_output=_size(settings.get("max_output", MAX_OUTPUT)),
         )
 
     def run(self, context: TurnContext) -> list[Action]:
@@ -90,25 +105,92 @@ class CommandAgent:
                 cwd=str(self.cwd) if self.cwd else home,
                 env=self.environment(home),
                 start_new_session=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
             )
         except OSError as exc:
             raise AgentError(
                 f"agent command {self.argv[0]!r} could not start: {exc.strerror or exc}"
             ) from None
         try:
-            stdout, stderr = proc.communicate(payload, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _, stderr = _kill(proc)
-            raise AgentError(
-                f"agent command timed out after {self.timeout:g}s{_stderr(stderr)}"
-            ) from None
+            out, err = _exchange(proc, payload.encode("utf-8"), self.timeout, self.max_output)
         except BaseException:
             _kill(proc)
             raise
-        return Completed(proc.returncode, stdout, stderr)
+        proc.wait()
+        return Completed(proc.returncode, _text(out), _text(err))
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _exchange(
+    proc: subprocess.Popen[bytes], payload: bytes, timeout: float, limit: int
+) -> tuple[bytes, bytes]:
+    """Write the payload and read both pipes to their end, within the time limit and
+    with at most ``limit`` bytes of stdout: a runaway program is killed, not buffered
+    (300 MB of output once took relay to a gigabyte of memory)."""
+    streams = _Streams(proc, payload)
+    deadline = time.monotonic() + timeout
+    while streams.open():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            _kill(proc)
+            raise AgentError(
+                f"agent command timed out after {timeout:g}s{_stderr(_text(streams.err))}"
+            )
+        streams.step(left)
+        if len(streams.out) > limit:
+            _kill(proc)
+            raise AgentError(
+                f"agent command printed more than {limit} bytes on stdout and was stopped "
+                "(agent.command.max_output)"
+            )
+    return bytes(streams.out), bytes(streams.err)
+
+
+class _Streams:
+    """The three pipes of one run, multiplexed with a selector."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], payload: bytes) -> None:
+        assert proc.stdin and proc.stdout and proc.stderr
+        self.selector = selectors.DefaultSelector()
+        self.out, self.err = bytearray(), bytearray()
+        self.payload = memoryview(payload)
+        self.stdin = proc.stdin
+        if payload:
+            os.set_blocking(self.stdin.fileno(), False)
+            self.selector.register(self.stdin, selectors.EVENT_WRITE)
+        else:
+            self.stdin.close()
+        self.selector.register(proc.stdout, selectors.EVENT_READ, self.out)
+        self.selector.register(proc.stderr, selectors.EVENT_READ, self.err)
+
+    def open(self) -> bool:
+        return bool(self.selector.get_map())
+
+    def step(self, timeout: float) -> None:
+        for key, _ in self.selector.select(min(timeout, 1.0)):
+            if key.fileobj is self.stdin:
+                self._write()
+                continue
+            chunk = os.read(key.fd, _CHUNK)
+            if not chunk:
+                self.selector.unregister(key.fileobj)
+                key.fileobj.close()  # type: ignore[union-attr]
+                continue
+            key.data.extend(chunk)
+            if key.data is self.err and len(self.err) > _STDERR_KEPT:
+                del self.err[: len(self.err) - _STDERR_KEPT]
+
+    def _write(self) -> None:
+        try:
+            written = os.write(self.stdin.fileno(), self.payload[:_CHUNK])
+        except BrokenPipeError:
+            written = len(self.payload)  # the program stopped reading; its output says why
+        self.payload = self.payload[written:]
+        if not self.payload:
+            self.selector.unregister(self.stdin)
+            self.stdin.close()
 
 
 def parse_output(done: Completed) -> list[Action]:
@@ -134,8 +216,8 @@ def parse_output(done: Completed) -> list[Action]:
         raise AgentError(f"agent command output: {exc.message}") from None
 
 
-def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """Kill the program and anything it started, then collect what it wrote."""
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the program and anything it started; what it wrote is dropped unread."""
     try:
         if os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL)
@@ -143,15 +225,27 @@ def _kill(proc: subprocess.Popen[str]) -> tuple[str, str]:
             proc.kill()
     except ProcessLookupError:
         pass
-    try:
-        return proc.communicate(timeout=_REAP_SECONDS)
-    except subprocess.TimeoutExpired:
-        # Something escaped the group and holds the pipes; stop waiting for it.
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-        return "", ""
+    if proc.stdin is not None and not proc.stdin.closed:
+        proc.stdin.close()
+    _drain([p for p in (proc.stdout, proc.stderr) if p is not None and not p.closed])
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=_REAP_SECONDS)
+
+
+def _drain(pipes: list[IO[bytes]]) -> None:
+    """Read and drop what is left until every killed writer has closed its end (so
+    the whole group is gone when this returns); give up after a while in case
+    something escaped the group and holds a pipe."""
+    selector = selectors.DefaultSelector()
+    for pipe in pipes:
+        selector.register(pipe, selectors.EVENT_READ)
+    deadline = time.monotonic() + _REAP_SECONDS
+    while selector.get_map() and time.monotonic() < deadline:
+        for key, _ in selector.select(max(deadline - time.monotonic(), 0)):
+            if not os.read(key.fd, _CHUNK):
+                selector.unregister(key.fileobj)
+    for pipe in pipes:
+        pipe.close()
 
 
 def _stderr(text: str) -> str:
@@ -177,16 +271,37 @@ def _argv(raw: Any) -> list[str]:
     return argv
 
 
-def _resolve(arg: str, base: Path) -> str:
-    """Make a relative path that names an existing file absolute.
+def _resolve(arg: str, base: Path, *, program: bool = False) -> str:
+    """Make a relative path that names an existing file next to relay.toml absolute.
 
-    The program runs in an empty temporary directory, so ``examples/agent.py``
-    in relay.toml has to mean "next to relay.toml" (``base_dir``) before then.
+    The program runs in an empty temporary directory, so ``agent.py`` or
+    ``examples/agent.py`` in relay.toml has to mean "next to relay.toml"
+    (``base_dir``) before then. The program itself (``python3``) is looked up
+    on PATH unless it is written as a path (``./agent``, ``bin/agent``).
     """
-    if arg.startswith("-") or os.path.isabs(arg) or ("/" not in arg and os.sep not in arg):
+    if arg.startswith("-") or os.path.isabs(arg):
+        return arg
+    if program and "/" not in arg and os.sep not in arg:
         return arg
     candidate = base / arg
     return str(candidate.resolve()) if candidate.exists() else arg
+
+
+_SIZE = re.compile(r"(\d+)\s*(|b|k|kb|kib|m|mb|mib)", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1 << 20, "mb": 1 << 20}
+
+
+def _size(raw: Any) -> int:
+    """Bytes from ``1048576``, ``"512KiB"`` or ``"1MiB"`` (K and M are binary)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+        return raw
+    match = _SIZE.fullmatch(str(raw).strip())
+    if match is None or int(match.group(1)) <= 0:
+        raise AgentConfigError(
+            f'agent.command.max_output must be a size such as 1048576 or "1MiB", not {raw!r}'
+        )
+    unit = match.group(2).lower()
+    return int(match.group(1)) * _UNITS.get(unit, 1 << 20)
 
 
 def _names(raw: Any) -> tuple[str, ...]:

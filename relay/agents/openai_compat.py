@@ -93,6 +93,14 @@ TOOLS: tuple[dict[str, Any], ...] = (
         "Ask for a phone call with the contact (not available yet: only noted).",
         {"reason": {**_TEXT, "description": "What the call is for."}},
     ),
+    _tool(
+        "opt_out",
+        "The contact asked not to be contacted any more (in any words, e.g. 'leave me "
+        "alone'). Records the opt-out: the conversation ends and nothing more is sent, "
+        "so no other action may accompany it.",
+        {"reason": {**_TEXT, "description": "One line for the operator, e.g. what they said."}},
+        "reason",
+    ),
 )
 
 _TURNS = {

@@ -1,68 +1,109 @@
-"""Email over SMTP, for contacts whose address is an email address.
+"""Email: SMTP out, IMAP in, for contacts whose address is an email address.
 
 SMTP has no idempotency header, so the key becomes the ``Message-ID``
 (``<key@relay>``): a retry after a lost "250 OK" produces a message with the
 same id, which mail clients and filters treat as a duplicate. That id is what
-``send`` returns.
+``send`` returns, and what a contact's reply names in ``In-Reply-To``.
 
-Inbound email (IMAP or a provider's inbound hook) is out of scope for now:
-``poll`` returns nothing, and replies come in through ``relay receive``.
+``poll`` reads the IMAP mailbox (``imap_host``) after the cursor the store
+keeps, and turns each mail into a reply, an auto-reply, an unsubscribe or a
+bounce receipt (see :mod:`relay.channels.mail`). Without ``imap_host`` the
+channel only sends.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from relay.channels.base import (
     ChannelError,
+    Inbound,
     Incoming,
     Outbound,
     PermanentChannelError,
+    Receipt,
     secret_from_env,
     setting_flag,
     setting_required,
     setting_seconds,
 )
+from relay.channels.mail.outbound import DEFAULT_SUBJECT, Identity, build_email, message_id_for
 from relay.core.errors import ConfigError
 
 if TYPE_CHECKING:
     import smtplib
     from email.message import EmailMessage
 
-DEFAULT_SUBJECT = "Message from relay"
-_NOT_ID_SAFE = re.compile(r"[^A-Za-z0-9_+=-]")
+    from relay.channels.mail.imap import ImapPoller
+
+__all__ = ["DEFAULT_SUBJECT", "EmailChannel", "ImapConfig", "message_id_for"]
+
+log = logging.getLogger("relay.channels.email")
 
 
-def message_id_for(idempotency_key: str) -> str:
-    """The Message-ID for a key; characters a msg-id cannot hold become ``-``."""
-    return f"<{_NOT_ID_SAFE.sub('-', idempotency_key) or 'relay'}@relay>"
-
-
-def _port(name: str, settings: Mapping[str, Any]) -> int | None:
-    value = settings.get("port")
+def _port(name: str, settings: Mapping[str, Any], key: str = "port") -> int | None:
+    value = settings.get(key)
     if value in (None, ""):
         return None
     try:
         return int(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"channels.{name}.port: expected a number, got {value!r}") from None
+        raise ConfigError(f"channels.{name}.{key}: expected a number, got {value!r}") from None
 
 
-def _check_subject(name: str, subject: str) -> str:
-    try:
-        subject.format(instance_id="i", channel=name, message_id=0)
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ConfigError(
-            f"channels.{name}.subject: {exc!r}; placeholders are {{instance_id}}, "
-            "{channel} and {message_id}"
-        ) from None
-    return subject
+def _text(settings: Mapping[str, Any], key: str) -> str | None:
+    return str(settings.get(key) or "").strip() or None
+
+
+@dataclass(frozen=True)
+class ImapConfig:
+    """The ``imap_*`` keys; the login defaults to the SMTP one."""
+
+    host: str
+    port: int
+    username: str | None
+    password_env: str | None
+    mailbox: str = "INBOX"
+    use_ssl: bool = True
+    starttls: bool = False
+    backfill: timedelta = timedelta(days=1)
+    batch: int = 100
+    retry: float = 30.0
+
+    @classmethod
+    def from_settings(cls, name: str, settings: Mapping[str, Any]) -> ImapConfig | None:
+        host = _text(settings, "imap_host")
+        if host is None:
+            return None
+        starttls = setting_flag(name, settings, "imap_starttls", False)
+        use_ssl = setting_flag(name, settings, "imap_ssl", not starttls)
+        if starttls and use_ssl:
+            raise ConfigError(f"channels.{name}: set imap_ssl or imap_starttls, not both")
+        backfill = settings.get("imap_backfill", "1d")
+        return cls(
+            host=host,
+            port=_port(name, settings, "imap_port") or (993 if use_ssl else 143),
+            username=_text(settings, "imap_username") or _text(settings, "username"),
+            password_env=_text(settings, "imap_password_env") or _text(settings, "password_env"),
+            mailbox=_text(settings, "imap_mailbox") or "INBOX",
+            use_ssl=use_ssl,
+            starttls=starttls,
+            backfill=timedelta(
+                seconds=0
+                if str(backfill).strip() in {"0", "0s", ""}
+                else setting_seconds(name, settings, "imap_backfill", "1d")
+            ),
+            batch=max(1, int(settings.get("imap_batch") or 100)),
+            retry=setting_seconds(name, settings, "imap_retry", "30s"),
+        )
 
 
 class EmailChannel:
-    """Sends each message as one plain-text email through an SMTP server."""
+    """Sends each message as one plain-text email; reads replies from an IMAP mailbox."""
 
     def __init__(
         self,
@@ -77,6 +118,9 @@ class EmailChannel:
         use_ssl: bool = False,
         subject: str = DEFAULT_SUBJECT,
         timeout: float = 30.0,
+        identity: Identity | None = None,
+        imap: ImapConfig | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         if starttls and use_ssl:
             raise ConfigError(
@@ -93,29 +137,69 @@ class EmailChannel:
         self.password_env = password_env
         self.starttls = starttls
         self.use_ssl = use_ssl
-        self.subject = _check_subject(name, subject)
+        self.identity = (identity or Identity(name, sender, subject=subject)).check()
         self.timeout = timeout
+        self.imap = imap
+        self.now = now
+        self._poller: ImapPoller | None = None
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> EmailChannel:
+        sender = setting_required(name, settings, "from")
+        identity = Identity(
+            channel=name,
+            sender=sender,
+            from_name=_text(settings, "from_name"),
+            reply_to=_text(settings, "reply_to"),
+            signature=str(settings.get("signature") or "") or None,
+            subject=str(settings.get("subject") or DEFAULT_SUBJECT),
+            unsubscribe_mailto=_text(settings, "unsubscribe_mailto"),
+            unsubscribe_url=_text(settings, "unsubscribe_url"),
+        )
         return cls(
             name,
             setting_required(name, settings, "host"),
-            setting_required(name, settings, "from"),
+            sender,
             port=_port(name, settings),
-            username=str(settings.get("username") or "") or None,
-            password_env=str(settings.get("password_env") or "") or None,
+            username=_text(settings, "username"),
+            password_env=_text(settings, "password_env"),
             starttls=setting_flag(name, settings, "starttls", False),
             use_ssl=setting_flag(name, settings, "ssl", False),
-            subject=str(settings.get("subject") or DEFAULT_SUBJECT),
             timeout=setting_seconds(name, settings, "timeout", "30s"),
+            identity=identity,
+            imap=ImapConfig.from_settings(name, settings),
         )
 
+    # -- checks -------------------------------------------------------------------------------
+
+    def address_problem(self, address: str) -> str | None:
+        if "@" not in address:
+            return "the email channel cannot reach a phone number"
+        return None
+
+    def check(self) -> list[str]:
+        """Problems ``relay start`` and ``relay doctor`` report before anything is sent."""
+        import os
+
+        problems = []
+        names = {self.password_env} | ({self.imap.password_env} if self.imap else set())
+        for variable in sorted(n for n in names if n):
+            if not os.environ.get(variable):
+                problems.append(
+                    f"channel {self.name}: environment variable {variable} is not set or empty"
+                )
+        if self.imap is not None and not self.imap.username:
+            problems.append(f"channel {self.name}: imap_host is set but no imap_username")
+        return problems
+
+    # -- sending ------------------------------------------------------------------------------
+
     def send(self, message: Outbound) -> str:
-        if "@" not in message.to:
-            raise PermanentChannelError("email channel cannot reach a phone number")
+        problem = self.address_problem(message.to)
+        if problem:
+            raise PermanentChannelError(problem)
         try:
-            email = self._build(message)
+            email = build_email(self.identity, message)
         except ValueError as exc:  # e.g. a line break smuggled into a header
             raise PermanentChannelError(f"channel {self.name}: cannot build email: {exc}") from None
         password = secret_from_env(self.name, self.password_env) if self.password_env else None
@@ -124,28 +208,6 @@ class EmailChannel:
         except OSError as exc:  # smtplib's errors, refused connections, timeouts, TLS
             raise self._classify(exc) from exc
         return str(email["Message-ID"])
-
-    def poll(self, cursor: str | None) -> Incoming:
-        return Incoming()
-
-    def _build(self, message: Outbound) -> EmailMessage:
-        from email.message import EmailMessage
-        from email.utils import formatdate
-
-        email = EmailMessage()
-        email["From"] = self.sender
-        email["To"] = message.to
-        email["Subject"] = self.subject.format(
-            instance_id=message.instance_id or "",
-            channel=self.name,
-            message_id=message.message_id,
-        )
-        email["Message-ID"] = message_id_for(message.idempotency_key)
-        email["Date"] = formatdate(usegmt=True)
-        if message.instance_id:
-            email["X-Relay-Instance"] = message.instance_id
-        email.set_content(message.text)
-        return email
 
     def _connect(self) -> smtplib.SMTP:
         import smtplib
@@ -166,7 +228,7 @@ class EmailChannel:
                 smtp.starttls(context=ssl.create_default_context())
             if self.username and password is not None:
                 smtp.login(self.username, password)
-            smtp.send_message(email, from_addr=self.sender, to_addrs=[to])
+            smtp.send_message(email, from_addr=self.identity.address, to_addrs=[to])
         finally:
             # The server has the message once DATA is accepted; a failed goodbye changes nothing.
             try:
@@ -188,6 +250,59 @@ class EmailChannel:
         if isinstance(exc, smtplib.SMTPNotSupportedError | ssl.SSLCertVerificationError):
             return PermanentChannelError(f"{where}: {exc}")
         return ChannelError(f"{where}: {exc or type(exc).__name__}")
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    def poll(self, cursor: str | None) -> Incoming:
+        """The mail after ``cursor``: replies, auto-replies, unsubscribes and bounces."""
+        if self.imap is None:
+            return Incoming(cursor=cursor)
+        from relay.channels.mail.parse import Mailbox, parse_mail
+
+        fetched, moved = self.poller().fetch(cursor)
+        mailbox = Mailbox(self.identity.address, self.identity.unsubscribe_address)
+        messages: list[Inbound] = []
+        receipts: list[Receipt] = []
+        for item in fetched:
+            try:
+                meaning = parse_mail(item.raw, item.arrived, mailbox)
+            except Exception:  # one malformed mail must not stop the mailbox forever
+                log.exception("channel %s: cannot read mail UID %s; skipped", self.name, item.uid)
+                continue
+            if isinstance(meaning, Receipt):
+                receipts.append(meaning)
+            elif meaning is not None:
+                messages.append(meaning)
+        return Incoming(messages=messages, receipts=receipts, cursor=moved)
+
+    def poller(self) -> ImapPoller:
+        """One poller per channel object, so its backoff spans the daemon's polls."""
+        if self._poller is None:
+            from relay.channels.mail.imap import ImapPoller, ImapSettings
+
+            imap = self.imap
+            assert imap is not None
+            variable = imap.password_env
+
+            def password() -> str:
+                return secret_from_env(self.name, variable) if variable else ""
+
+            settings = ImapSettings(
+                host=imap.host,
+                port=imap.port,
+                username=imap.username,
+                password=password,
+                mailbox=imap.mailbox,
+                use_ssl=imap.use_ssl,
+                starttls=imap.starttls,
+                timeout=self.timeout,
+                backfill=imap.backfill,
+                batch=imap.batch,
+                retry=imap.retry,
+            )
+            where = f"channel {self.name}: IMAP {imap.host}:{imap.port}"
+            self._poller = ImapPoller(settings, lambda: self.now(), where)
+        return self._poller
 
 
 def _by_code(where: str, code: int, reply: bytes | str) -> ChannelError:

@@ -10,6 +10,7 @@ import typer
 from relay.cli import render
 from relay.cli.main import JsonOption, state
 from relay.core.errors import InvalidInput
+from relay.core.secrets import mask_url, mask_value
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 
@@ -37,32 +38,33 @@ def init(
     store = open_store(config, create=True)
     store.dispose()
     render.line(f"wrote {target}")
-    render.line(f"database: {config.database_url}")
+    render.line(f"database: {mask_url(config.database_url)}")
 
 
 def show(json_out: JsonOption = False) -> None:
     """Print every setting with the layer it came from (default, file, env, flag)."""
     config = state.config()
+    shown = {k: mask_value(k, v) for k, v in sorted(config.values.items())}
+    database = mask_url(config.database_url)
     if json_out:
         render.emit_json(
             {
                 "config_file": str(config.path) if config.path else None,
-                "database_url": config.database_url,
+                "database_url": database,
                 "values": {
-                    k: {"value": v, "source": config.sources.get(k, "?")}
-                    for k, v in sorted(config.values.items())
+                    k: {"value": v, "source": config.sources.get(k, "?")} for k, v in shown.items()
                 },
             }
         )
         return
     render.line(f"config file: {config.path or '(none; built-in defaults)'}")
-    render.line(f"database: {config.database_url}")
+    render.line(f"database: {database}")
     render.table(
         "configuration",
         ["key", "value", "source"],
         (
             [k, repr(v) if isinstance(v, str) else v, config.sources.get(k, "?")]
-            for k, v in sorted(config.values.items())
+            for k, v in shown.items()
         ),
     )
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,19 +17,19 @@ from relay.cli import render
 from relay.cli.main import JsonOption, state
 from relay.core.errors import InvalidInput, RelayError
 
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
 daemon_app = typer.Typer(
     help="Run the heartbeat daemon (APScheduler): follow-ups, turns, deliveries, polling.",
     invoke_without_command=True,
 )
 
 
-# "instance ab12cd34: ..." (state changes, turns) and "... (ab12cd34)" (deliveries).
-_INSTANCE = re.compile(r"^instance (?P<a>[0-9a-z]+)\b|\((?P<b>[0-9a-z]{6,16})\)$")
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per line; ``instance_id`` is a field of its own when the
-    line is about one instance."""
+    call site passed it (``extra={"instance_id": ...}``): parsing it out of the
+    message would break with the wording and could pick up contact text."""
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
@@ -41,7 +40,7 @@ class JsonFormatter(logging.Formatter):
             "message": message,
             "pid": record.process,
         }
-        found = getattr(record, "instance_id", None) or _instance_in(message)
+        found = getattr(record, "instance_id", None)
         if found:
             data["instance_id"] = found
         if record.exc_info:
@@ -49,16 +48,13 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data)
 
 
-def _instance_in(message: str) -> str | None:
-    match = _INSTANCE.search(message)
-    return (match.group("a") or match.group("b")) if match else None
-
-
 def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
     if fmt not in ("text", "json"):
         raise InvalidInput(f"--log-format must be text or json, not {fmt!r}")
     handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(_private_log(log_file))
+        if log_file
+        else logging.StreamHandler(sys.stderr)
     )
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
@@ -76,8 +72,29 @@ def setup_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
     scheduler_log.setLevel(logging.INFO if verbose else logging.WARNING)
     scheduler_log.handlers[:] = [handler]
     scheduler_log.propagate = False
+    handler.addFilter(_mask_secrets)
     if not verbose:
         handler.addFilter(_expected_overrun)
+
+
+def _mask_secrets(record: logging.LogRecord) -> bool:
+    """A URL with a password (a database, a webhook) may reach an error message."""
+    from relay.core.secrets import mask_text
+
+    message = record.getMessage()
+    masked = mask_text(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    return True
+
+
+def _private_log(path: Path) -> Path:
+    """Create the log file owner-only before logging opens it: it names contacts."""
+    from relay.engine.process import private_dir, private_open
+
+    private_dir(path.parent)
+    private_open(path).close()
+    return path
 
 
 def _expected_overrun(record: logging.LogRecord) -> bool:
@@ -107,6 +124,7 @@ def daemon(
         Path | None, typer.Option("--log-file", help="Write the log here instead of stderr.")
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    detached: Annotated[bool, typer.Option("--detached-child", hidden=True)] = False,
 ) -> None:
     """Run the daemon in the foreground (SIGTERM/SIGINT stop it gracefully).
 
@@ -117,19 +135,28 @@ def daemon(
     if detach:
         _detach(log_format, log_file, verbose)
         return
+    if detached:
+        # No terminal to echo to: echoing into a closed pipe would fail every delivery.
+        state.set_override("channels.console.echo", False)
     _run_foreground(log_format, log_file, verbose)
 
 
 def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> None:
     from relay.engine import process
-    from relay.engine.daemon import DaemonRunner
 
     setup_logging(log_format, verbose, log_file)
-    relay = state.relay()
-    pid_path = _pid_path()
-    other = process.running_pid(pid_path)
-    if other is not None and other != os.getpid():
-        raise process.DaemonRunning(f"a relay daemon started here is already running (pid {other})")
+    pid_file = process.PidFile(_pid_path())
+    pid_file.acquire()
+    try:
+        _run_locked(state.relay())
+    finally:
+        pid_file.release()
+
+
+def _run_locked(relay: Relay) -> None:
+    from relay.engine import process
+    from relay.engine.daemon import DaemonRunner
+
     lock = None
     db_file = process.sqlite_path(relay.config.database_url)
     if db_file is not None:
@@ -137,11 +164,9 @@ def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> No
         lock.acquire()
     runner = DaemonRunner(relay)
     runner.install_signals()
-    process.write_pid(pid_path)
     try:
         runner.run()
     finally:
-        process.remove_pid(pid_path)
         if lock is not None:
             lock.release()
 
@@ -155,13 +180,14 @@ def _detach(log_format: str, log_file: Path | None, verbose: bool) -> None:
     if other is not None:
         raise process.DaemonRunning(f"a relay daemon is already running here (pid {other})")
     log_path = log_file or config.data_dir / process.LOG_NAME
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    process.private_dir(log_path.parent)
     args = [sys.executable, "-m", "relay"]
     if state.config_path:
         args += ["--config", str(Path(state.config_path).resolve())]
     if state.overrides.get("database.url"):
         args += ["--database", str(state.overrides["database.url"])]
-    args += ["daemon", "--log-format", log_format, "--log-file", str(log_path.resolve())]
+    args += ["daemon", "--detached-child", "--log-format", log_format]
+    args += ["--log-file", str(log_path.resolve())]
     if verbose:
         args.append("--verbose")
     child = subprocess.Popen(  # our own interpreter and module

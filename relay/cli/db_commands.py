@@ -60,7 +60,7 @@ def downgrade(
 @db_app.command()
 def current(json_out: JsonOption = False) -> None:
     """Print the schema revision of the database and the one this relay needs."""
-    from relay.store.database import HEAD_REVISION
+    from relay.store.database import HEAD_REVISION, is_newer
 
     store = _store()
     try:
@@ -73,6 +73,8 @@ def current(json_out: JsonOption = False) -> None:
         )
         return
     note = "up to date" if found == HEAD_REVISION else "run `relay db upgrade`"
+    if found is not None and is_newer(found):
+        note = "newer than this relay; upgrade relay"
     render.line(f"current: {found or 'none'}  head: {HEAD_REVISION}  ({note})")
 
 

@@ -109,6 +109,10 @@ def start(
     defer: Annotated[
         bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
     ] = False,
+    subject: Annotated[
+        str | None,
+        typer.Option(help="Subject line (email). Default: the objective's first sentence."),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one."""
@@ -122,6 +126,7 @@ def start(
         channel=channel,
         agent=agent,
         window=window,
+        subject=subject,
     )
     first = None
     if not defer:
@@ -231,14 +236,21 @@ def _print_messages(messages: list[MessageView]) -> None:
 
 def transcript(
     instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    raw: Annotated[
+        bool,
+        typer.Option("--raw", help="Also show each inbound message as received (whole emails)."),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Show the conversation's messages in order, with delivery status."""
     messages = state.relay().transcript(instance_id)
     if json_out:
-        render.emit_json([m.to_json() for m in messages])
-    else:
-        _print_messages(messages)
+        render.emit_json([m.to_json(raw=raw) for m in messages])
+        return
+    _print_messages(messages)
+    for m in messages if raw else []:
+        if m.raw:
+            typer.echo(f"\n--- message {m.id} as received ---\n{m.raw.rstrip()}")
 
 
 def history(

@@ -32,6 +32,9 @@ class RelayGroup(TyperGroup):
     """
 
     def invoke(self, ctx: typer.Context) -> Any:
+        # Everything relay writes (database, logs, console files, PID file) names
+        # contacts or holds their words: owner-only, whatever the caller's umask.
+        umask = os.umask(0o077)
         try:
             return super().invoke(ctx)
         except RelayError as exc:
@@ -52,6 +55,7 @@ class RelayGroup(TyperGroup):
             ctx.exit(2)
         finally:
             state.close()
+            os.umask(umask)
 
 
 app = typer.Typer(
@@ -85,6 +89,11 @@ class Session:
 
             self._config = load_config(self.config_path, overrides=self.overrides)
         return self._config
+
+    def set_override(self, key: str, value: Any) -> None:
+        """Override one setting as a flag would (before the configuration is read)."""
+        self.overrides[key] = value
+        self._config = None
 
     def relay(self) -> Relay:
         if self._relay is None:

@@ -1,12 +1,17 @@
 """Output: Rich tables on a terminal, plain tab-separated text when piped, JSON on request.
 
 Rendering lives here so command modules only parse arguments and call the API.
+Contact-controlled text (messages, reasons, objectives) reaches the operator's
+terminal, so every human-readable path goes through :func:`clean`: control
+characters and escape sequences are shown as ``\\x1b`` instead of being
+obeyed, and Rich never reads markup in it. ``--json`` escapes them itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -14,10 +19,28 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from relay.core.clock import isoformat
+from relay.core.secrets import mask_text
 
 _console: Console | None = None
+
+
+# C0 controls but newline and tab, DEL, C1 controls (0x9b is a one-byte CSI),
+# and the bidirectional overrides that make text read differently than it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean(text: str) -> str:
+    """Text safe to print on a terminal: every control character is shown as an
+    escape (``\\x1b``), so an ESC, OSC or CSI sequence is visible, never obeyed."""
+    return _CONTROL.sub(_visible, text)
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def console() -> Console:
@@ -32,12 +55,16 @@ def is_terminal() -> bool:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    # ensure_ascii: control characters (and everything non-ASCII) leave as \u escapes.
+    sys.stdout.write(
+        json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=True) + "\n"
+    )
 
 
 def line(text: str = "") -> None:
+    text = clean(text)
     if is_terminal():
-        console().print(text, markup=False)
+        console().print(Text(text), markup=False, highlight=False)
     else:
         sys.stdout.write(text + "\n")
 
@@ -63,7 +90,7 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
 
 def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A table: Rich on a terminal; a header plus tab-separated rows when piped."""
-    materialised = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    materialised = [[("-" if c is None else clean(str(c))) for c in row] for row in rows]
     if not is_terminal():
         sys.stdout.write("\t".join(columns) + "\n")
         for row in materialised:
@@ -73,7 +100,7 @@ def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any
     for column in columns:
         rich_table.add_column(column, overflow="fold")
     for row in materialised:
-        rich_table.add_row(*row)
+        rich_table.add_row(*(Text(cell) for cell in row))  # Text: no markup
     console().print(rich_table)
 
 
@@ -86,8 +113,8 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> None:
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"relay: error: {message}\n")
+    sys.stderr.write(f"relay: error: {clean(mask_text(message))}\n")
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"relay: warning: {message}\n")
+    sys.stderr.write(f"relay: warning: {clean(mask_text(message))}\n")

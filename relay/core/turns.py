@@ -99,6 +99,10 @@ class Action:
     def set_state(key: str, value: Any) -> Action:
         return Action("set_state", {"key": key, "value": value})
 
+    @staticmethod
+    def opt_out(reason: str) -> Action:
+        return Action("opt_out", {"reason": reason})
+
 
 @dataclass(frozen=True)
 class TurnPlan:
@@ -111,6 +115,8 @@ class TurnPlan:
     next_heartbeat: timedelta | None = None
     state_updates: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+    #: The contact asked to hear nothing more (in words a keyword rule missed).
+    opt_out_reason: str | None = None
 
 
 def actions_from_json(data: Any) -> list[Action]:
@@ -155,6 +161,7 @@ class _Draft:
     end: str | None = None
     intervention: str | None = None
     delay: timedelta | None = None
+    opt_out: str | None = None
 
 
 def _send_message(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
@@ -187,6 +194,10 @@ def _set_state(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
     draft.states.append(_state_update(args))
 
 
+def _opt_out(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+    draft.opt_out = _text(args, "reason", "opt_out")
+
+
 def _place_call(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
     draft.notes.append("place_call is not available yet; no call was placed")
 
@@ -199,6 +210,7 @@ _HANDLERS = {
     "schedule_next_heartbeat": _schedule,
     "set_state": _set_state,
     "place_call": _place_call,
+    "opt_out": _opt_out,
 }
 
 #: Every action an agent may answer with, in the order agents are told about them.
@@ -215,6 +227,12 @@ def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
         handler(draft, action.args, todo_ids)
     if draft.end is not None and draft.intervention is not None:
         raise InvalidInput("a turn cannot both end the conversation and request intervention")
+    if draft.opt_out is not None and (draft.messages or draft.end or draft.intervention):
+        # Nothing may reach a contact who opted out, and the opt-out ends the conversation.
+        raise InvalidInput(
+            "opt_out ends the conversation and sends nothing: it cannot be combined with "
+            "send_message, end_conversation or request_human_intervention"
+        )
     return TurnPlan(
         messages=tuple(draft.messages),
         todo_updates=tuple(draft.todos),
@@ -223,6 +241,7 @@ def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
         next_heartbeat=draft.delay,
         state_updates=tuple(draft.states),
         notes=tuple(draft.notes),
+        opt_out_reason=draft.opt_out,
     )
 
 

@@ -1,7 +1,9 @@
 """Contact addresses: phone numbers to E.164, email addresses validated.
 
-One person written two ways (``+1 555 123 0001`` and ``+15551230001``) must be
-one contact, so every address is normalised before it is looked up or stored.
+One person written two ways (``+1 555 123 0001`` and ``+15551230001``,
+``Ana@X.com`` and ``ana@x.com``) must be one contact, so every address is
+normalised before it is looked up or stored. Email addresses are lower-cased
+whole, local part included.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ def _email(raw: str) -> Address:
     except EmailNotValidError as exc:
         raise InvalidInput(f"invalid email address {raw!r}: {exc}") from None
     local, _, domain = result.normalized.rpartition("@")
-    return Address(f"{local}@{domain.lower()}", "email")
+    # RFC 5321 lets a server treat the local part case-sensitively, but no common
+    # provider does, and people type ``Ana@`` and ``ana@`` for one mailbox: one contact.
+    return Address(f"{local.lower()}@{domain.lower()}", "email")
 
 
 def _phone(raw: str, region: str) -> Address:

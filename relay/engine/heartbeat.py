@@ -70,6 +70,7 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
                     "instance %s: follow-up held for the sending window until %s",
                     instance.id,
                     isoformat(opens),
+                    extra={"instance_id": instance.id},
                 )
                 continue
             transitions.apply_event(
@@ -96,11 +97,16 @@ def _abandon(session: Session, instance: Instance, now: datetime) -> None:
         actor=ACTOR,
         reason=f"no reply after {instance.follow_up_count} follow-up(s)",
     )
-    log.info("instance %s abandoned", instance.id)
+    log.info("instance %s abandoned", instance.id, extra={"instance_id": instance.id})
 
 
 def _stuck(session: Session, instance: Instance, now: datetime, why: str) -> None:
-    log.error("instance %s: cannot send its follow-up: %s", instance.id, why)
+    log.error(
+        "instance %s: cannot send its follow-up: %s",
+        instance.id,
+        why,
+        extra={"instance_id": instance.id},
+    )
     transitions.apply_event(
         session,
         instance,

@@ -326,6 +326,7 @@ class Dispatcher:
                 done.outbound.to,
                 done.channel,
                 done.outbound.instance_id or "-",
+                extra={"instance_id": done.outbound.instance_id},
             )
         report.sent += len(sent)
 

@@ -98,11 +98,20 @@ class Relay:
         agent: str | None = None,
         window: str | None = None,
         actor: str = OPERATOR,
+        subject: str | None = None,
     ) -> InstanceView:
-        """Create an instance: CREATED, or QUEUED behind the contact's live one."""
+        """Create an instance: CREATED, or QUEUED behind the contact's live one.
+
+        ``subject`` is the conversation's subject on channels that have one
+        (email); without it, one is made from the objective
+        (:func:`relay.core.subjects.subject_from_objective`).
+        """
+        from relay.core.subjects import clean_subject, subject_from_objective
+
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
         todo_texts = [_clean_text(t, "todo") for t in todos]
+        title = clean_subject(subject) if subject else subject_from_objective(objective)
         interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
         followups = self._max_followups(max_followups)
         channel = channel or str(self.config.get("defaults.channel"))
@@ -125,6 +134,7 @@ class Relay:
             instance = self._insert_instance(
                 session, person, objective, interval, followups, channel, agent, window, now
             )
+            instance.subject = title
             for position, text in enumerate(todo_texts, start=1):
                 session.add(
                     Todo(
@@ -232,7 +242,7 @@ class Relay:
     # -- reads ------------------------------------------------------------
 
     def get(self, instance_id: str) -> InstanceView:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             return self._view(session, queries.resolve_instance(session, instance_id))
 
     def list(
@@ -251,13 +261,13 @@ class Relay:
         if contact:
             query = query.where(Contact.address == self.normalise(contact))
         query = query.order_by(Instance.seq.desc()).limit(limit)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             rows = session.execute(query).all()
             todos = queries.todos_for(session, [inst.id for inst, _ in rows]) if rows else {}
             return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
             address = session.get(Contact, instance.contact_id).address  # type: ignore[union-attr]
             return [
@@ -265,7 +275,7 @@ class Relay:
             ]
 
     def history(self, instance_id: str) -> list[TransitionView]:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
             return [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
 
@@ -415,7 +425,7 @@ class Relay:
 
     def contact(self, contact: str) -> ContactView:
         address = self.normalise(contact)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             person = self._contact(session, address, create=False)
             return self._contact_view(session, person)
 
@@ -466,7 +476,7 @@ class Relay:
     # -- status -------------------------------------------------------------
 
     def status(self) -> StatusView:
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             states = queries.count_by(session, Instance.state)
             outbound = queries.count_by(
                 session, Message.status, Message.direction == Direction.OUTBOUND.value

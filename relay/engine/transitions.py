@@ -94,15 +94,18 @@ def apply_event(
         reason=reason,
         created_at=now,
     )
+    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
+    instance_extra = {"instance_id": instance.id}
     log.info(
-        "instance %s: %s -> %s (%s by %s%s)",
+        "instance %s: %s -> %s (%s by %s)",
         instance.id,
         current.value,
         target.value,
         event.value,
         actor,
-        f": {reason}" if reason else "",
+        extra=instance_extra,
     )
+    log.debug("instance %s: reason: %s", instance.id, reason or "-", extra=instance_extra)
     _update_slot(session, instance, now)
     if replies_waiting is None and target is State.WAITING_FOR_REPLY:
         replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))

@@ -37,6 +37,7 @@ from relay.core.turns import (
 from relay.core.values import Author, MessageStatus
 from relay.engine import policy, scoped_state, transitions
 from relay.engine.backends import agent_settings
+from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo
@@ -236,7 +237,12 @@ class TurnRunner:
         except AgentError as exc:
             if not exc.transient:
                 raise
-            log.warning("instance %s: agent failed (%s); retrying once", context.instance_id, exc)
+            log.warning(
+                "instance %s: agent failed; retrying once",
+                context.instance_id,
+                extra={"instance_id": context.instance_id},
+            )
+            log.debug("instance %s: agent error: %s", context.instance_id, exc)
         try:
             return agent.run(context)
         except AgentError as exc:
@@ -378,6 +384,8 @@ class TurnRunner:
             )
         now = self.relay.now()
         self._apply_plan(session, instance, plan, context, now, loaded)
+        if plan.opt_out_reason is not None:
+            return self._opt_out(session, instance, context, plan.opt_out_reason, now)
         # Inbound that arrived after the context was read is still unprocessed:
         # entering WAITING_FOR_REPLY answers it (known here without a query).
         waiting = any(m.status == MessageStatus.RECEIVED.value for m in loaded.inbound[instance_id])
@@ -391,7 +399,7 @@ class TurnRunner:
             log_rows=loaded.log_rows,
         )
         for note in plan.notes:
-            log.info("instance %s: %s", instance_id, note)
+            log.info("instance %s: %s", instance_id, note, extra={"instance_id": instance_id})
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
@@ -434,6 +442,26 @@ class TurnRunner:
         if plan.next_heartbeat is not None:
             instance.heartbeat_override_seconds = int(plan.next_heartbeat.total_seconds())
 
+    def _opt_out(
+        self,
+        session: Session,
+        instance: Instance,
+        context: TurnContext,
+        reason: str,
+        now: datetime,
+    ) -> TurnOutcome:
+        """The agent understood "leave me alone": the same opt-out as a STOP keyword
+        (this conversation ends, queued ones fail, nothing more is sent)."""
+        person = session.get(Contact, instance.contact_id)
+        assert person is not None
+        record_opt_out(session, person, now, reason=f"agent: {reason}")
+        log.info(
+            "instance %s: the agent recorded an opt-out",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(instance.id, context.reason.value, instance.state)
+
     # -- failure -------------------------------------------------------------
 
     def _fail(self, instance_id: str, version: int, reason: TurnReason, why: str) -> TurnOutcome:
@@ -446,7 +474,9 @@ class TurnRunner:
     def _intervene(
         self, session: Session, instance: Instance, reason: TurnReason, why: str
     ) -> TurnOutcome:
-        log.warning("instance %s: needs a human: %s", instance.id, why)
+        # ``why`` may carry the agent's or the contact's words: DEBUG only.
+        log.warning("instance %s: needs a human", instance.id, extra={"instance_id": instance.id})
+        log.debug("instance %s: needs a human: %s", instance.id, why)
         final = transitions.apply_event(
             session,
             instance,
@@ -462,7 +492,11 @@ class TurnRunner:
     ) -> TurnOutcome:
         """The outcome of a turn whose instance changed; inside a transaction, pass its
         session (a second transaction would wait forever for SQLite's write lock)."""
-        log.info("instance %s: changed during the turn; its result was discarded", instance_id)
+        log.info(
+            "instance %s: changed during the turn; its result was discarded",
+            instance_id,
+            extra={"instance_id": instance_id},
+        )
         query = select(Instance.state).where(Instance.id == instance_id)
         if session is not None:
             state = session.scalar(query)

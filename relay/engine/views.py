@@ -129,6 +129,7 @@ class MessageView:
     kind: str = "message"
     note: str | None = None
     delivery_status: str | None = None
+    raw: str | None = None  # inbound: the message as received (a whole email), for audit
 
     @classmethod
     def build(cls, message: Message, contact: str) -> MessageView:
@@ -148,9 +149,10 @@ class MessageView:
             kind=message.kind or "message",
             note=message.note,
             delivery_status=message.delivery_status,
+            raw=message.raw,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, raw: bool = False) -> dict[str, Any]:
         return {
             "id": self.id,
             "instance_id": self.instance_id,
@@ -167,6 +169,7 @@ class MessageView:
             "kind": self.kind,
             "note": self.note,
             "delivery_status": self.delivery_status,
+            **({"raw": self.raw} if raw else {}),
         }
 
 

@@ -8,7 +8,8 @@ from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
 
-from relay.store.database import Store
+from relay.core.errors import SchemaOutOfDate
+from relay.store.database import Store, is_newer, newer_message
 
 
 def alembic_config(store: Store) -> Config:
@@ -34,6 +35,10 @@ def upgrade_url(url: str, revision: str = "head") -> None:
 
 
 def upgrade(store: Store, revision: str = "head") -> None:
+    current = store.revision()
+    if current is not None and is_newer(current):
+        # Alembic would say it "can't locate revision"; the fix is a newer relay.
+        raise SchemaOutOfDate(newer_message(current))
     config = alembic_config(store)
     with store.engine.begin() as conn:
         config.attributes["connection"] = conn

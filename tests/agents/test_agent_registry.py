@@ -36,6 +36,7 @@ def test_the_scripted_agent_does_not_import_httpx():
 
 def test_a_third_party_agent_registers_through_an_entry_point(monkeypatch, make_context):
     registry = base.AGENTS if "agents" in base.__name__ else base.CHANNELS
+    registry.names()  # load the built-ins first: the copy must hold them when restored
     monkeypatch.setattr(registry, "_factories", dict(registry._factories))
     monkeypatch.setattr(registry, "_entry_points_loaded", False)
     entry = EntryPoint("acme", "relay.agents.scripted:ScriptedAgent.from_settings", "relay.agents")

@@ -211,3 +211,20 @@ def smtp_server() -> Iterator[SmtpServer]:
         yield state
     finally:
         controller.stop()
+
+
+# --- IMAP ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def imap_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A real IMAP server (pymap, maildir on disk) on a loopback port; see imap_server.py."""
+    pytest.importorskip("pymap", reason="pip install pymap (the test extras)")
+    from imap_server import PASSWORD, ImapServer
+
+    monkeypatch.setenv("RELAY_TEST_IMAP_PASSWORD", PASSWORD)
+    server = ImapServer(tmp_path / "imap").start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -7,7 +7,7 @@ from email.policy import default as default_policy
 
 import pytest
 
-from relay.channels.base import ChannelError, Incoming, PermanentChannelError, make_channel
+from relay.channels.base import ChannelError, Outbound, PermanentChannelError, make_channel
 from relay.channels.email import EmailChannel, message_id_for
 from relay.core.errors import ConfigError
 
@@ -134,8 +134,182 @@ def test_a_header_injection_attempt_is_permanent(mail, smtp_server, outbound):
     assert smtp_server.messages == []
 
 
-def test_poll_returns_nothing(mail):
-    assert mail().poll(None) == Incoming()
+def test_without_imap_poll_returns_nothing_and_keeps_the_cursor(mail):
+    incoming = mail().poll("kept")
+    assert list(incoming.messages) == [] and list(incoming.receipts) == []
+    assert incoming.cursor == "kept"
+
+
+# --- threading, identity, unsubscribe ----------------------------------------------------------
+
+
+def sent(smtp_server, index: int = -1):
+    return message_from_bytes(smtp_server.messages[index].content, policy=default_policy)
+
+
+def test_the_first_message_has_the_conversation_subject_and_no_thread(mail, smtp_server):
+    mail().send(Outbound(1, "r7k2", ANN, "Hello", "k1", subject="Delivery of order 1042"))
+
+    email = sent(smtp_server)
+    assert email["Subject"] == "Delivery of order 1042"
+    assert email["In-Reply-To"] is None and email["References"] is None
+
+
+def test_later_messages_reply_in_the_thread(mail, smtp_server):
+    thread = ("<k1@relay>", "CAF-reply@mail.gmail.com", "<k2@relay>")
+    mail().send(Outbound(3, "r7k2", ANN, "Thanks", "k3", thread=thread, subject="Delivery"))
+
+    email = sent(smtp_server)
+    assert email["Subject"] == "Re: Delivery"
+    assert email["In-Reply-To"] == "<k2@relay>"
+    assert email["References"] == "<k1@relay> <CAF-reply@mail.gmail.com> <k2@relay>"
+    assert email["Message-ID"] == "<k3@relay>"
+
+
+def test_a_subject_that_already_says_re_is_not_doubled(mail, smtp_server):
+    mail().send(Outbound(3, "r7k2", ANN, "x", "k3", thread=("<k1@relay>",), subject="Re: Hi"))
+    assert sent(smtp_server)["Subject"] == "Re: Hi"
+
+
+def test_a_long_thread_keeps_the_first_and_the_latest_references(mail, smtp_server):
+    thread = tuple(f"<m{n}@relay>" for n in range(40))
+    mail().send(Outbound(41, "r7k2", ANN, "x", "k41", thread=thread, subject="S"))
+    references = str(sent(smtp_server)["References"]).split()
+    assert len(references) == 20
+    assert references[0] == "<m0@relay>" and references[-1] == "<m39@relay>"
+
+
+def test_from_name_reply_to_and_signature(mail, smtp_server):
+    channel = mail(
+        from_name="Ana from the Depot",
+        reply_to="desk@example.org",
+        signature="Ana Lopez\nDepot team",
+    )
+    channel.send(Outbound(1, "r7k2", ANN, "Hello Ann", "k1", subject="S"))
+
+    email = sent(smtp_server)
+    assert email["From"] == "Ana from the Depot <relay@example.org>"
+    assert email["Reply-To"] == "desk@example.org"
+    body = email.get_content().replace("\r\n", "\n")
+    assert body == "Hello Ann\n\n-- \nAna Lopez\nDepot team\n"
+    assert smtp_server.messages[-1].mail_from == "relay@example.org"
+
+
+def test_list_unsubscribe_has_a_mailto_always(mail, smtp_server):
+    mail().send(Outbound(1, "r7k2", ANN, "Hello", "k1"))
+
+    email = sent(smtp_server)
+    assert email["List-Unsubscribe"] == "<mailto:relay+unsubscribe@example.org?subject=unsubscribe>"
+    assert email["List-Unsubscribe-Post"] is None  # one-click needs an https URL
+
+
+def test_one_click_unsubscribe_with_an_https_url_and_a_token(mail, smtp_server):
+    channel = mail(
+        unsubscribe_mailto="leave@example.org", unsubscribe_url="https://relay.example.org/"
+    )
+    channel.send(Outbound(1, "r7k2", ANN, "Hello", "k1", unsubscribe_token="tok123"))
+
+    email = sent(smtp_server)
+    assert email["List-Unsubscribe"] == (
+        "<mailto:leave@example.org?subject=unsubscribe>, "
+        "<https://relay.example.org/unsubscribe/tok123>"
+    )
+    assert email["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+
+
+def test_an_http_unsubscribe_url_is_a_config_error():
+    with pytest.raises(ConfigError, match="https"):
+        make_channel("email", {"host": "h", "from": "a@b.c", "unsubscribe_url": "http://x"})
+
+
+def test_check_and_address_problem(monkeypatch):
+    monkeypatch.delenv("RELAY_TEST_SMTP_PASSWORD", raising=False)
+    monkeypatch.delenv("RELAY_TEST_IMAP_PASSWORD", raising=False)
+    channel = make_channel(
+        "email",
+        {
+            "host": "h",
+            "from": "a@b.c",
+            "username": "a",
+            "password_env": "RELAY_TEST_SMTP_PASSWORD",
+            "imap_host": "imap.b.c",
+            "imap_password_env": "RELAY_TEST_IMAP_PASSWORD",
+        },
+    )
+    problems = channel.check()
+    assert any("RELAY_TEST_SMTP_PASSWORD" in p for p in problems)
+    assert any("RELAY_TEST_IMAP_PASSWORD" in p for p in problems)
+    monkeypatch.setenv("RELAY_TEST_SMTP_PASSWORD", "x")
+    monkeypatch.setenv("RELAY_TEST_IMAP_PASSWORD", "y")
+    assert channel.check() == []
+    problem = channel.address_problem("+15551230001")
+    assert problem == "the email channel cannot reach a phone number"
+    assert channel.address_problem(ANN) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({}, (993, True, False, "a", "RELAY_SMTP", "INBOX")),
+        ({"imap_starttls": True}, (143, False, True, "a", "RELAY_SMTP", "INBOX")),
+        (
+            {
+                "imap_ssl": False,
+                "imap_port": "1143",
+                "imap_username": "b",
+                "imap_password_env": "RELAY_IMAP",
+                "imap_mailbox": "Relay",
+            },
+            (1143, False, False, "b", "RELAY_IMAP", "Relay"),
+        ),
+    ],
+)
+def test_imap_settings_default_to_the_smtp_login(extra, expected):
+    channel = make_channel(
+        "email",
+        {
+            "host": "h",
+            "from": "a@b.c",
+            "username": "a",
+            "password_env": "RELAY_SMTP",
+            "imap_host": "imap.b.c",
+            **extra,
+        },
+    )
+    imap = channel.imap
+    assert (
+        imap.port,
+        imap.use_ssl,
+        imap.starttls,
+        imap.username,
+        imap.password_env,
+        imap.mailbox,
+    ) == expected
+
+
+# --- polling a real IMAP server ----------------------------------------------------------------
+
+
+def test_poll_reads_replies_and_bounces_and_moves_the_cursor(mail, imap_server):
+    channel = mail(**imap_server.settings())
+    imap_server.append(
+        "From: ann@example.com\nTo: relay@example.org\nSubject: Re: S\n"
+        "Message-ID: <r1@example.com>\nIn-Reply-To: <k1@relay>\n\nYes please.\n\n"
+        "> Hello\n"
+    )
+    imap_server.append(
+        "From: MAILER-DAEMON@example.com\nTo: relay@example.org\nSubject: failure notice\n"
+        "Message-ID: <b1@example.com>\n\n550 5.1.1 no such user\n\n"
+        "Message-ID: <k2@relay>\n"
+    )
+    first = channel.poll(None)
+    assert [(m.sender, m.text, m.references) for m in first.messages] == [
+        ("ann@example.com", "Yes please.", ("<k1@relay>",))
+    ]
+    assert [(r.provider_message_id, r.permanent) for r in first.receipts] == [("<k2@relay>", True)]
+
+    again = channel.poll(first.cursor)
+    assert list(again.messages) == [] and list(again.receipts) == []
 
 
 # --- settings --------------------------------------------------------------------------------

@@ -66,6 +66,7 @@ def test_a_third_party_channel_registers_through_an_entry_point(monkeypatch):
 
     monkeypatch.setattr(metadata, "entry_points", entry_points)
     registry = base.AGENTS if "agents" in base.__name__ else base.CHANNELS
+    registry.names()  # load the built-ins first: the copy must hold them when restored
     monkeypatch.setattr(registry, "_factories", dict(registry._factories))
     monkeypatch.setattr(registry, "_entry_points_loaded", False)
 

@@ -433,3 +433,78 @@ def test_two_daemons_on_postgresql_fire_each_of_200_heartbeats_exactly_once(
             "correct, but the split was not exercised this time",
             stacklevel=1,
         )
+
+
+# -- hardening: identity by lock, owner-only files, no echo when detached -------------------
+
+
+@SQLITE_ONLY
+def test_a_pid_file_naming_an_unrelated_live_process_is_not_believed(
+    db_url: str, tmp_path: Path, reaper
+) -> None:
+    """Even a process whose command line says "relay" is not the daemon unless it
+    holds the PID file's lock: status says so, stop leaves it alone, --detach starts."""
+    work = tmp_path / "work"
+    write_config(work)
+    env = child_env(db_url)
+    pid_file = work / ".relay" / "daemon.pid"
+    pid_file.parent.mkdir(parents=True)
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "relay", "daemon"]
+    )
+    try:
+        pid_file.write_text(str(sleeper.pid))
+        status = run_relay(work, "daemon", "status", "--json", env=env)
+        assert status.returncode == 3, status.stderr
+        assert json.loads(status.stdout) == {"running": False, "pid": None}
+
+        pid_file.write_text(str(sleeper.pid))
+        stopped = run_relay(work, "daemon", "stop", env=env)
+        assert (stopped.returncode, stopped.stdout.strip()) == (0, "no daemon is running here")
+        assert sleeper.poll() is None  # not signalled
+
+        pid_file.write_text(str(sleeper.pid))
+        started = run_relay(work, "daemon", "--detach", env=env)
+        assert started.returncode == 0, started.stderr
+        pid = int(pid_file.read_text())
+        reaper.append(pid)
+        assert pid != sleeper.pid
+        assert run_relay(work, "daemon", "stop", env=env).returncode == 0
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_detached_daemon_with_echo_on_delivers_at_once_and_its_files_are_private(
+    tmp_path: Path, reaper
+) -> None:
+    """The console echo is on by default; a detached daemon has no terminal, so
+    echoing would fail each delivery into a 30 s retry. Its files are owner-only."""
+    work = tmp_path / "work"
+    write_config(work, "")  # the default SQLite database under .relay/, echo on
+    env = child_env()
+    old = os.umask(0o022)
+    try:
+        assert run_relay(work, "init", "--force", env=env).returncode == 0
+        made = run_relay(work, "start", PHONE, "-o", "x", "-t", "y", "--defer", "--json", env=env)
+        iid = json.loads(made.stdout)["id"]
+        started = run_relay(work, "daemon", "--detach", env=env)
+    finally:
+        os.umask(old)
+    assert started.returncode == 0, started.stderr
+    pid = int((work / ".relay" / "daemon.pid").read_text())
+    reaper.append(pid)
+
+    def delivered() -> bool:
+        shown = run_relay(work, "transcript", iid, "--json", env=env)
+        return any(m["status"] == "sent" for m in json.loads(shown.stdout))
+
+    try:
+        wait_until(delivered, timeout=20)
+        data = work / ".relay"
+        assert (data.stat().st_mode & 0o777) == 0o700
+        for name in ("relay.db", "daemon.pid", "daemon.log", "console.jsonl"):
+            assert ((data / name).stat().st_mode & 0o777) == 0o600, name
+    finally:
+        run_relay(work, "daemon", "stop", env=env)
