@@ -24,7 +24,6 @@ pytestmark = pytest.mark.slow
 
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
-SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 def free_port() -> int:
@@ -140,7 +139,6 @@ def inbound_count(relay: Any) -> int:
         return int(session.scalar(query) or 0)
 
 
-@SQLITE_ONLY
 def test_sms_conversation_through_serve_and_daemon(
     world: dict[str, Any], make_relay: Callable[..., Any], db_url: str
 ) -> None:
