@@ -118,6 +118,17 @@ class TurnPlan:
     #: The contact asked to hear nothing more (in words a keyword rule missed).
     opt_out_reason: str | None = None
 
+    @property
+    def ends_conversation(self) -> bool:
+        return self.end_reason is not None and self.intervention_reason is None
+
+    def stale_given(self, unseen_replies: int) -> bool:
+        """Whether this plan must be thrown away because the contact wrote while the
+        agent was deciding: ending the conversation on a message the agent never
+        saw would leave that message unanswered for good. Any other outcome keeps
+        the conversation live, and the new message is answered next."""
+        return unseen_replies > 0 and self.ends_conversation
+
 
 def actions_from_json(data: Any) -> list[Action]:
     """Read the ``{"actions": [{"name": ..., "args": {...}}]}`` wire form."""

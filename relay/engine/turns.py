@@ -382,6 +382,10 @@ class TurnRunner:
             return self._intervene(
                 session, instance, context.reason, f"invalid agent action: {exc.message}"
             )
+        seen = {m.id for m in context.new_messages}
+        unseen = [m for m in loaded.inbound[instance_id] if m.id not in seen]
+        if plan.stale_given(len(unseen)):
+            return self._reconsider(instance, context.reason)
         now = self.relay.now()
         self._apply_plan(session, instance, plan, context, now, loaded)
         if plan.opt_out_reason is not None:
@@ -461,6 +465,25 @@ class TurnRunner:
             extra={"instance_id": instance.id},
         )
         return TurnOutcome(instance.id, context.reason.value, instance.state)
+
+    def _reconsider(self, instance: Instance, reason: TurnReason) -> TurnOutcome:
+        """Drop the turn's decisions and give the turn back: it runs again at once,
+        with the reply that arrived while the agent was deciding."""
+        instance.lease_owner = None
+        instance.lease_expires_at = None
+        log.info(
+            "instance %s: a reply arrived during the final turn; the turn runs again",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(
+            instance.id,
+            reason.value,
+            instance.state,
+            discarded=True,
+            note="the contact wrote while the agent was ending the conversation; "
+            "the turn runs again with the new message",
+        )
 
     # -- failure -------------------------------------------------------------
 
