@@ -158,6 +158,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         instance_commands,
+        serve_commands,
     )
 
     for module in (
@@ -167,6 +168,7 @@ def register() -> None:
         engine_commands,
         contact_commands,
         daemon_commands,
+        serve_commands,
     ):
         module.register(app)
 

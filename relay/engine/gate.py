@@ -74,6 +74,7 @@ class Facts:
                 Contact.opted_out_at,
                 Contact.undeliverable_reason,
                 Contact.timezone,
+                Contact.last_inbound_at,
             ).where(Contact.id.in_(contact_ids))
             contacts = {row.id: row for row in session.execute(query)}
         if instance_ids:

@@ -158,7 +158,10 @@ def test_waiting_for_a_person(relay: Relay, clock: Any) -> None:
     relay.receive(PHONE, "Can I talk to a human please?")
     pulse(relay)
     assert relay.get(iid).state == "NEEDS_HUMAN_INTERVENTION"
-    assert next_message(relay, iid) == "waits for a person: `relay send` or `relay resume`"
+    assert next_message(relay, iid) == (
+        "waits for a person: `relay send` or `relay resume` "
+        "(the contact asked for a person: Can I talk to a human please?)"
+    )
 
 
 @SQLITE_ONLY
