@@ -72,7 +72,7 @@ class Handlers:
         form = dict(pairs)
         if twilio.keyword_of(form.get("Body") or "") in twilio.HELP_KEYWORDS:
             log.info("HELP on channel %s answered with the help text", name)
-            return twiml(self.endpoint.channels.get(name).help_text)
+            return twiml(getattr(self.endpoint.channels.get(name), "help_text", ""))
         inbound = twilio.parse_inbound(form, raw=body.decode("utf-8", "replace"))
         if not inbound.sender:
             raise Refused(400, "no From")
