@@ -320,10 +320,11 @@ def history(
     commands: Annotated[
         bool,
         typer.Option(
-            "--commands/--no-commands",
-            help="Include the operator commands (who ran what, with which arguments).",
+            "--commands",
+            help="Also list the operator commands (who ran what, with which arguments): "
+            "the audit log.",
         ),
-    ] = True,
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Show the transition log: every state change with event, actor and reason, and the

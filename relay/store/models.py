@@ -148,7 +148,7 @@ class Todo(Base):
     answer_spec: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     # The answer as recorded by the agent (normalised JSON), and where it came from.
-    answer: Mapped[Any] = mapped_column(JSON)
+    answer: Mapped[Any] = mapped_column(JSON, nullable=True)
     answer_message_id: Mapped[int | None] = mapped_column(
         BigInteger().with_variant(Integer, "sqlite")
     )
