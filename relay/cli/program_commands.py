@@ -138,7 +138,31 @@ def wait(
 wait.__doc__ = WAIT_HELP
 
 
+def mcp() -> None:
+    """Serve relay's verbs as MCP tools on stdin/stdout (start, status, show, transcript,
+    result, wait, send, pause, resume, cancel, events). Needs relay-outreach[mcp]."""
+    try:
+        from relay.engine.mcp_server import serve
+    except ImportError:
+        from relay.core.errors import ConfigError
+
+        raise ConfigError(
+            "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
+        ) from None
+    relay = state.relay()
+    if relay.actor is None:
+        relay.actor = f"mcp:{_os_user()}"
+    serve(relay)
+
+
+def _os_user() -> str:
+    from relay.engine.audit import os_user
+
+    return os_user()
+
+
 def register(app: typer.Typer) -> None:
     app.command()(result)
     app.command()(events)
     app.command()(wait)
+    app.command()(mcp)

@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from relay.core.clock import isoformat
+from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
 
 _console: Console | None = None
@@ -52,20 +53,6 @@ def console() -> Console:
 
 def is_terminal() -> bool:
     return sys.stdout.isatty()
-
-
-#: The version of every ``--json`` shape (``relay/schemas/*.json``): it changes
-#: only when a field is removed or changes meaning; new fields keep it.
-SCHEMA_VERSION = 1
-
-
-def versioned(data: Any) -> Any:
-    """Every JSON object relay prints carries ``schema_version`` (in a list: each item)."""
-    if isinstance(data, dict):
-        return {"schema_version": SCHEMA_VERSION, **data}
-    if isinstance(data, list):
-        return [versioned(item) if isinstance(item, dict) else item for item in data]
-    return data
 
 
 def emit_json(data: Any) -> None:
