@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 PHONE = "+15551230001"
 TOOLS = {
@@ -64,9 +64,7 @@ def test_a_program_delegates_a_conversation_over_mcp(db_url: str, tmp_path: Path
         )
         iid = started["id"]
         assert (started["state"], started["meta"]) == ("WAITING_FOR_REPLY", {"task": "T-1"})
-        timed_out = _data(
-            await session.call_tool("wait", {"instance_ids": [iid], "timeout": "1s"})
-        )
+        timed_out = _data(await session.call_tool("wait", {"instance_ids": [iid], "timeout": "1s"}))
         assert timed_out["outcome"] == "timeout"
         # The contact answers (as a channel would); the agent's turn runs.
         assert cli("receive", PHONE, "2024-05-03").exit_code == 0

@@ -76,4 +76,3 @@ def test_wait_and_follow_see_what_a_daemon_does(make_relay: Any, db_url: str, tm
     }
     assert all(e["meta"] == {"job": "42"} for e in mine)
     assert any(e["kind"] == "state.changed" and e["data"]["to"] == "COMPLETED" for e in mine)
-
