@@ -203,7 +203,9 @@ def test_demo_json(run_cli: Cli) -> None:
     assert data["instance"]["end_reason"] == "completed"
     assert {t["status"] for t in data["instance"]["todos"]} == {"completed"}
     authors = [m["author"] for m in data["transcript"]]
-    assert authors == ["agent", "contact"] * 3 + ["agent"]
+    assert authors == ["agent", "contact"] * 4 + ["agent"]  # one answer refused, asked again
+    assert data["result"]["answers"]["1"] is True and data["result"]["complete"] is True
+    assert data["result"]["answers"]["3"] == "5550143"
     assert {m["status"] for m in data["transcript"]} == {"sent", "processed"}
     assert data["history"][0]["to_state"] == "CREATED"
     assert data["history"][-1]["to_state"] == "COMPLETED"
