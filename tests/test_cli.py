@@ -330,6 +330,7 @@ def test_history_plain_and_json(cli: Cli) -> None:
     rows = ok(cli("history", queued["id"], "--json")).json()
     assert [set(r) for r in rows] == [
         {"instance_id", "from_state", "to_state", "event", "actor", "reason", "at", "kind", "args"}
+        | {"schema_version"}
     ] * 2
     assert all(ISO_UTC.match(r["at"]) for r in rows)
 

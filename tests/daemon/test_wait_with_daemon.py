@@ -45,8 +45,13 @@ def test_wait_and_follow_see_what_a_daemon_does(make_relay: Any, db_url: str, tm
         )  # fmt: skip
         assert started.returncode == 0, started.stderr
         iid = json.loads(started.stdout)["id"]
+        # The cursor before the reply: the wait counts replies after it, however late
+        # the waiting process starts (the race-free way a program waits for a reply).
+        since = str(relay.events()[-1].id)
         waiting = subprocess.Popen(
-            relay_command("wait", iid, "--for", "reply", "--timeout", "60s", "--json"),
+            relay_command(
+                "wait", iid, "--for", "reply", "--since", since, "--timeout", "60s", "--json"
+            ),
             cwd=work,
             env=env,
             stdout=subprocess.PIPE,
