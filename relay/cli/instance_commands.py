@@ -66,10 +66,24 @@ def print_instance(view: InstanceView) -> None:
         pairs.append(("end reason", view.end_reason))
     if view.failure_reason:
         pairs.append(("failure reason", view.failure_reason))
+    if view.meta:
+        pairs.append(("meta", ", ".join(f"{k}={v}" for k, v in view.meta.items())))
     render.fields(pairs)
+    _print_todos(view)
+
+
+def _print_todos(view: InstanceView) -> None:
     render.line("todos:")
     for todo in view.todos:
-        render.line("  " + _todo_line(todo.status, todo.text, todo.id))
+        line = "  " + _todo_line(todo.status, todo.text, todo.id)
+        if todo.answer_kind != "text" or not todo.required:
+            line += f"  ({todo.answer_kind}{'' if todo.required else ', optional'})"
+        if todo.answered:
+            line += f"  → {render.answer(todo.answer)}"
+        render.line(line)
+    if view.result_incomplete:
+        missing = ", ".join(str(i) for i in view.missing_answers)
+        render.warn(f"completed without the answers of required todo(s) {missing}")
 
 
 def format_duration_s(seconds: int) -> str:
@@ -88,7 +102,14 @@ def start(
     ],
     todo: Annotated[
         list[str],
-        typer.Option("--todo", "-t", help="A checklist item; repeat for several."),
+        typer.Option(
+            "--todo",
+            "-t",
+            help="A checklist item; repeat for several. End it with ::KIND for a structured "
+            "answer: text, date, time, datetime, number, yesno, email, phone or "
+            'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
+            '"Pick one::choice(mon,tue)", "Anything else?::text?").',
+        ),
     ],
     heartbeat: Annotated[
         str | None,
@@ -113,6 +134,22 @@ def start(
         str | None,
         typer.Option(help="Subject line (email). Default: the objective's first sentence."),
     ] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--meta",
+            help="key=value of your own, kept on the conversation and returned in every "
+            "event and in show/result; repeat for several.",
+        ),
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            help="A JSON Schema file for the whole result: an object whose properties are "
+            'the todo ids ("1", "2", ...); each answer is checked against its property.',
+        ),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -120,6 +157,8 @@ def start(
     The first message is written and delivered at once unless --defer is given;
     a first message outside the sending window waits for it.
     """
+    from relay.engine.program import parse_meta
+
     view = state.relay().start(
         contact,
         objective,
@@ -131,6 +170,8 @@ def start(
         agent=agent,
         window=window,
         subject=subject,
+        meta=parse_meta(meta or []),
+        result_schema=_read_schema(schema) if schema else None,
     )
     if view.first_turn_note:
         render.warn(view.first_turn_note)
@@ -152,18 +193,39 @@ def _undelivered_first(view: InstanceView) -> str:
     return f"the first message was not delivered ({view.first_message_status}){later}"
 
 
+def _read_schema(path: str) -> object:
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read --schema {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--schema {path} is not JSON: {exc}") from None
+
+
 def list_(
     state_filter: Annotated[
         str | None, typer.Option("--state", "-s", help="Only instances in this state.")
     ] = None,
     contact: Annotated[str | None, typer.Option(help="Only instances with this contact.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    results: Annotated[
+        bool, typer.Option("--results", help="With --json: include each one's result.")
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """List instances, newest first."""
-    views = state.relay().list(state=state_filter, contact=contact, limit=limit)
+    relay = state.relay()
+    views = relay.list(state=state_filter, contact=contact, limit=limit)
     if json_out:
-        render.emit_json([v.to_json() for v in views])
+        data = [v.to_json() for v in views]
+        if results:
+            found = {r.id: r.to_json() for r in relay.results([v.id for v in views])}
+            for item in data:
+                item["result"] = found.get(item["id"])
+        render.emit_json(data)
         return
     render.table(
         "instances",
@@ -233,10 +295,19 @@ def transcript(
 
 def history(
     instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands",
+            help="Also list the operator commands (who ran what, with which arguments): "
+            "the audit log.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Show the transition log: every state change with event, actor and reason."""
-    rows = state.relay().history(instance_id)
+    """Show the transition log: every state change with event, actor and reason, and the
+    operator commands that caused them."""
+    rows = state.relay().history(instance_id, commands=commands)
     if json_out:
         render.emit_json([r.to_json() for r in rows])
         return
@@ -244,7 +315,14 @@ def history(
         "history",
         ["time", "from", "to", "event", "actor", "reason"],
         (
-            [render.when(r.at), r.from_state or "-", r.to_state, r.event, r.actor, r.reason]
+            [
+                render.when(r.at),
+                r.from_state or "-",
+                r.to_state or "-",
+                r.event if r.kind != "command" else f"$ {r.event}",
+                r.actor,
+                r.reason if r.kind != "command" else render.arguments(r.args or {}),
+            ]
             for r in rows
         ),
     )

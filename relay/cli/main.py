@@ -65,7 +65,8 @@ app = typer.Typer(
         "Orchestrate outreach conversations: start one per contact with an objective and "
         "todos, let an agent conduct it over a channel, follow up with silent contacts, and "
         "record everything.\n\n"
-        "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config."
+        "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config; "
+        "`relay wait`: 3 needs a human, 4 timed out, 5 ended without the condition."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -80,6 +81,8 @@ class Session:
 
     config_path: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: ``--actor``: who runs the command, for the audit log.
+    actor: str | None = None
     _config: Config | None = None
     _relay: Relay | None = None
 
@@ -100,6 +103,7 @@ class Session:
             from relay.api import Relay
 
             self._relay = Relay.open(self.config())
+            self._relay.actor = self.actor
         return self._relay
 
     def close(self) -> None:
@@ -135,6 +139,14 @@ def main(
             help="SQLAlchemy URL of the store; overrides database.url and RELAY_DATABASE_URL.",
         ),
     ] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option(
+            "--actor",
+            envvar="RELAY_ACTOR",
+            help="Who runs this command, for the audit log (default: your OS user name).",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -144,6 +156,7 @@ def main(
 ) -> None:
     state.close()
     state.__init__(config_path=config, overrides={"database.url": database})  # type: ignore[misc]
+    state.actor = actor
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
@@ -158,11 +171,13 @@ def register() -> None:
         db_commands,
         engine_commands,
         instance_commands,
+        program_commands,
         serve_commands,
     )
 
     for module in (
         instance_commands,
+        program_commands,
         config_commands,
         db_commands,
         engine_commands,

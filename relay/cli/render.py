@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from relay.core.clock import isoformat
+from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
 
 _console: Console | None = None
@@ -57,8 +58,15 @@ def is_terminal() -> bool:
 def emit_json(data: Any) -> None:
     # ensure_ascii: control characters (and everything non-ASCII) leave as \u escapes.
     sys.stdout.write(
-        json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=True) + "\n"
+        json.dumps(versioned(data), indent=2, sort_keys=False, default=str, ensure_ascii=True)
+        + "\n"
     )
+
+
+def emit_json_line(data: Any) -> None:
+    """One JSON document on one line (JSON Lines: ``relay events --json``), flushed."""
+    sys.stdout.write(json.dumps(versioned(data), default=str, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
 
 
 def line(text: str = "") -> None:
@@ -118,3 +126,17 @@ def error(message: str) -> None:
 
 def warn(message: str) -> None:
     sys.stderr.write(f"relay: warning: {clean(mask_text(message))}\n")
+
+
+def answer(value: Any) -> str:
+    """An answer as one short line: yes/no for booleans, JSON for structures."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def arguments(args: dict[str, Any]) -> str:
+    """An audited command's arguments as ``key=value`` pairs."""
+    return " ".join(f"{key}={answer(value)}" for key, value in args.items())

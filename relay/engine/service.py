@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,7 +26,8 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
 from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import contacts, forecast, inbound, transitions
+from relay.engine import audit, contacts, forecast, inbound, transitions
+from relay.engine import events as event_log
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
 from relay.engine.store_setup import open_store
@@ -34,8 +35,10 @@ from relay.engine.transitions import previous_of
 from relay.engine.views import (
     ContactView,
     DaemonView,
+    EventView,
     InstanceView,
     MessageView,
+    ResultView,
     StatusView,
     TransitionView,
 )
@@ -62,6 +65,13 @@ class Relay:
         self.store = store
         self.config = config
         self.clock: Clock = clock or SystemClock()
+        #: Who runs operator commands, for the audit log (default: the OS user).
+        self.actor: str | None = None
+
+    def who(self) -> str:
+        if self.actor is None:
+            self.actor = audit.os_user()
+        return self.actor
 
     @classmethod
     def open(cls, config: Config | None = None, clock: Clock | None = None) -> Relay:
@@ -90,7 +100,7 @@ class Relay:
         self,
         contact: str,
         objective: str,
-        todos: Sequence[str],
+        todos: Sequence[str | Mapping[str, Any]],
         *,
         heartbeat: str | timedelta | None = None,
         max_followups: int | None = None,
@@ -99,18 +109,29 @@ class Relay:
         window: str | None = None,
         actor: str = OPERATOR,
         subject: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        result_schema: Mapping[str, Any] | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one.
 
         ``subject`` is the conversation's subject on channels that have one
         (email); without it, one is made from the objective
         (:func:`relay.core.subjects.subject_from_objective`).
+        ``todos``: text, optionally ``"TEXT::KIND"`` for a structured answer
+        (:mod:`relay.core.answers`), or ``{"text": ..., "answer": KIND}``.
+        ``meta``: the caller's own JSON object, returned unchanged in every event
+        and in ``get``/``result``. ``result_schema``: a JSON Schema for the
+        answers, keyed by todo id.
         """
         from relay.core.subjects import clean_subject, subject_from_objective
+        from relay.engine.program import check_meta, todo_specs
 
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
-        todo_texts = [_clean_text(t, "todo") for t in todos]
+        specs = todo_specs(todos)
+        todo_texts = [_clean_text(text, "todo") for text, _ in specs]
+        meta = check_meta(meta)
+        schema = _result_schema(result_schema)
         title = clean_subject(subject) if subject else subject_from_objective(objective)
         interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
         followups = self._max_followups(max_followups)
@@ -135,7 +156,9 @@ class Relay:
                 session, person, objective, interval, followups, channel, agent, window, now
             )
             instance.subject = title
-            for position, text in enumerate(todo_texts, start=1):
+            instance.meta = meta or None
+            instance.result_schema = schema
+            for position, (text, (_, spec)) in enumerate(zip(todo_texts, specs, strict=True), 1):
                 session.add(
                     Todo(
                         instance_id=instance.id,
@@ -143,9 +166,16 @@ class Relay:
                         text=text,
                         status=TodoStatus.PENDING.value,
                         updated_at=now,
+                        answer_kind=spec.kind.value,
+                        answer_spec={"choices": list(spec.choices)} if spec.choices else None,
+                        required=int(spec.required),
                     )
                 )
             transitions.record_creation(session, instance, now=now, actor=actor)
+            if actor == OPERATOR:
+                args = {"contact": address, "channel": channel, "agent": agent}
+                args["todo_kinds"] = [spec.text() for _, spec in specs]
+                audit.record(session, "start", instance.id, args, now, actor=self.who())
             self._take_slot(session, instance, now, actor)
             return self._view(session, instance)
 
@@ -274,10 +304,18 @@ class Relay:
                 MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)
             ]
 
-    def history(self, instance_id: str) -> list[TransitionView]:
+    def history(self, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
+        """The transition log; with ``commands``, the audited operator commands too."""
         with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
-            return [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
+            rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
+        if not commands:
+            return rows
+        audited = self.events(instance_ids=[instance.id], kinds=[event_log.Kind.COMMAND.value])
+        rows += [TransitionView.command(event) for event in audited]
+        # Stable: a command and the state change it caused share a time; the
+        # command is listed first.
+        return sorted(rows, key=lambda r: (r.at, r.kind != "command"))
 
     def _view(self, session: Session, instance: Instance) -> InstanceView:
         person = session.get(Contact, instance.contact_id)
@@ -309,6 +347,12 @@ class Relay:
             instance = queries.resolve_instance(session, instance_id, lock=True)
             now = self.now()
             transitions.apply_event(session, instance, event, now=now, actor=actor, reason=reason)
+            if actor == OPERATOR:
+                args = {
+                    "reason": reason,
+                    "until": paused_until.isoformat() if paused_until else None,
+                }
+                audit.record(session, event.value, instance.id, args, now, actor=self.who())
             if event is Event.PAUSE:
                 instance.paused_until = paused_until
             if event is Event.CANCEL:
@@ -350,6 +394,10 @@ class Relay:
             assert person is not None
             now = self.now()
             message = queue_outbound(session, instance, body, Author.OPERATOR, now)
+            event_log.record_queued(session, message, now)
+            if actor == OPERATOR:
+                args = {"message_id": message.id, "length": len(body)}
+                audit.record(session, "send", instance.id, args, now, actor=self.who())
             if state is State.NEEDS_HUMAN_INTERVENTION:
                 # The operator read and answered what the contact wrote meanwhile;
                 # the agent must not answer it a second time.
@@ -453,6 +501,7 @@ class Relay:
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
             inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
+            self._audit_contact(session, "opt-out", address, reason=reason)
             return self._contact_view(session, person)
 
     def opt_in(self, contact: str) -> ContactView:
@@ -460,6 +509,7 @@ class Relay:
         with self.store.transaction() as session:
             person = self._contact(session, address, create=False)
             inbound.opt_in(person, self.now())
+            self._audit_contact(session, "opt-in", address)
             return self._contact_view(session, person)
 
     def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
@@ -471,7 +521,57 @@ class Relay:
             if timezone is not None:
                 person.timezone = timezone
                 person.updated_at = self.now()
+            self._audit_contact(session, "contact set", address, timezone=timezone)
             return self._contact_view(session, person)
+
+    def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:
+        """A contact-level command: in the log without an instance (``relay events``)."""
+        args = {"contact": address, **args}
+        audit.record(session, command, None, args, self.now(), actor=self.who())
+
+    # -- for programs: results, events, waiting ----------------------------------
+
+    def result(self, instance_id: str) -> ResultView:
+        """Each todo with its status, answer and the message it came from."""
+        from relay.engine.program import build_results
+
+        with self.store.read_transaction() as session:
+            instance = queries.resolve_instance(session, instance_id)
+            return build_results(session, [instance])[0]
+
+    def results(self, instance_ids: Sequence[str]) -> list[ResultView]:
+        from relay.engine.program import build_results
+
+        with self.store.read_transaction() as session:
+            rows = list(queries.instances_by_id(session, list(instance_ids)))
+            return build_results(session, rows)
+
+    def events(
+        self,
+        *,
+        since: int | str | None = None,
+        instance_ids: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[EventView]:
+        """Events after cursor ``since`` (None: from the start), oldest first."""
+        from relay.engine.program import read_events
+
+        return read_events(self, since=since, instance_ids=instance_ids, kinds=kinds, limit=limit)
+
+    def wait(
+        self,
+        instance_ids: Sequence[str],
+        *,
+        until: str = "done",
+        timeout: str | timedelta | None = None,
+        since: int | str | None = None,
+    ) -> Any:
+        """Block until the condition holds for the instances (see
+        :func:`relay.engine.waiting.wait`); returns a :class:`WaitOutcome`."""
+        from relay.engine.waiting import wait
+
+        return wait(self, instance_ids, until=until, timeout=timeout, since=since)
 
     # -- status -------------------------------------------------------------
 
@@ -589,6 +689,14 @@ def _clean_text(text: str, what: str) -> str:
     if len(cleaned) > MAX_TEXT:
         raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
     return cleaned
+
+
+def _result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    from relay.engine.answers import check_schema
+
+    return check_schema(dict(schema))
 
 
 def _interval(value: str | timedelta) -> timedelta:

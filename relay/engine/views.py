@@ -19,9 +19,44 @@ class TodoView:
     id: int
     text: str
     status: str
+    answer_kind: str = "text"
+    choices: tuple[str, ...] = ()
+    required: bool = True
+    answer: Any = None
+    answer_message_id: int | None = None
+    answered_at: datetime | None = None
+
+    @classmethod
+    def build(cls, todo: Todo) -> TodoView:
+        choices = tuple((todo.answer_spec or {}).get("choices", ()))
+        return cls(
+            todo.position,
+            todo.text,
+            todo.status,
+            todo.answer_kind or "text",
+            choices,
+            bool(todo.required if todo.required is not None else 1),
+            todo.answer,
+            todo.answer_message_id,
+            todo.answered_at,
+        )
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "text": self.text, "status": self.status}
+        return {
+            "id": self.id,
+            "text": self.text,
+            "status": self.status,
+            "answer_kind": self.answer_kind,
+            "choices": list(self.choices),
+            "required": self.required,
+            "answer": self.answer,
+            "answer_message_id": self.answer_message_id,
+            "answered_at": isoformat(self.answered_at),
+        }
 
 
 @dataclass(frozen=True)
@@ -59,6 +94,18 @@ class InstanceView:
     first_message_status: str | None = None
     #: What relay could not do in the first turn (a note for the operator).
     first_turn_note: str | None = None
+    #: What the program that started it attached (``--meta``), unchanged.
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing_answers(self) -> tuple[int, ...]:
+        """Required todos that have no answer (yet)."""
+        return tuple(t.id for t in self.todos if t.required and not t.answered)
+
+    @property
+    def result_incomplete(self) -> bool:
+        """COMPLETED although a required todo has no answer: worth a look."""
+        return self.state == "COMPLETED" and bool(self.missing_answers)
 
     @classmethod
     def build(
@@ -70,7 +117,7 @@ class InstanceView:
             state=instance.state,
             previous_state=instance.previous_state,
             objective=instance.objective,
-            todos=tuple(TodoView(t.position, t.text, t.status) for t in todos),
+            todos=tuple(TodoView.build(t) for t in todos),
             follow_up_count=instance.follow_up_count,
             max_followups=instance.max_followups,
             heartbeat_seconds=instance.heartbeat_seconds,
@@ -86,6 +133,7 @@ class InstanceView:
             updated_at=instance.updated_at,
             ended_at=instance.ended_at,
             subject=instance.subject,
+            meta=dict(instance.meta or {}),
             **extra,
         )
 
@@ -112,6 +160,9 @@ class InstanceView:
             "subject": self.subject,
             "late_replies": self.late_replies,
             "in_flight": self.in_flight,
+            "meta": self.meta,
+            "missing_answers": list(self.missing_answers),
+            "result_incomplete": self.result_incomplete,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),
@@ -192,11 +243,29 @@ class MessageView:
 class TransitionView:
     instance_id: str
     from_state: str | None
-    to_state: str
+    to_state: str | None
     event: str
     actor: str
     reason: str | None
     at: datetime
+    #: ``transition`` (a state change) or ``command`` (an operator command, audited).
+    kind: str = "transition"
+    args: dict[str, Any] | None = None
+
+    @classmethod
+    def command(cls, event: EventView) -> TransitionView:
+        """An audited operator command, as a row of ``relay history``."""
+        return cls(
+            event.instance_id or "",
+            None,
+            None,
+            str(event.data.get("command")),
+            event.actor or "?",
+            None,
+            event.at,
+            "command",
+            dict(event.data.get("args") or {}),
+        )
 
     @classmethod
     def build(cls, row: Transition) -> TransitionView:
@@ -219,6 +288,8 @@ class TransitionView:
             "actor": self.actor,
             "reason": self.reason,
             "at": isoformat(self.at),
+            "kind": self.kind,
+            "args": self.args,
         }
 
 
@@ -292,4 +363,92 @@ class StatusView:
             "daemons": [d.to_json() for d in self.daemons],
             "last_daemon_seen": isoformat(self.last_daemon_seen),
             "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One entry of the event log; ``id`` is its cursor (``relay events --since``)."""
+
+    id: int
+    kind: str
+    instance_id: str | None
+    actor: str | None
+    data: dict[str, Any]
+    meta: dict[str, Any]
+    at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cursor": str(self.id),
+            "id": self.id,
+            "kind": self.kind,
+            "instance_id": self.instance_id,
+            "actor": self.actor,
+            "at": isoformat(self.at),
+            "data": self.data,
+            "meta": self.meta,
+        }
+
+
+@dataclass(frozen=True)
+class ResultTodo:
+    todo: TodoView
+    #: The contact's message the answer came from (id, text, time), if known.
+    message: MessageView | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        message = None
+        if self.message is not None:
+            message = {
+                "id": self.message.id,
+                "text": self.message.text,
+                "at": isoformat(self.message.created_at),
+            }
+        return {**self.todo.to_json(), "message": message}
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """What a conversation found out: each todo's status and answer. Final once the
+    conversation has ended (nothing changes a terminal instance's todos)."""
+
+    id: str
+    contact: str
+    state: str
+    todos: tuple[ResultTodo, ...]
+    meta: dict[str, Any]
+    ended_at: datetime | None
+    schema_errors: tuple[str, ...] = ()
+
+    @property
+    def final(self) -> bool:
+        return self.state in ("COMPLETED", "ABANDONED", "FAILED")
+
+    @property
+    def answers(self) -> dict[str, Any]:
+        return {str(t.todo.id): t.todo.answer for t in self.todos if t.todo.answered}
+
+    @property
+    def missing_answers(self) -> tuple[int, ...]:
+        return tuple(t.todo.id for t in self.todos if t.todo.required and not t.todo.answered)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_answers and not self.schema_errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "contact": self.contact,
+            "state": self.state,
+            "final": self.final,
+            "complete": self.complete,
+            "result_incomplete": self.state == "COMPLETED" and not self.complete,
+            "answers": self.answers,
+            "missing_answers": list(self.missing_answers),
+            "schema_errors": list(self.schema_errors),
+            "todos": [t.to_json() for t in self.todos],
+            "meta": self.meta,
+            "ended_at": isoformat(self.ended_at),
         }

@@ -118,6 +118,11 @@ class Instance(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None]
     turn_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # What the program that started the conversation attached (``--meta k=v``),
+    # returned unchanged in every event and in show/result.
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A JSON Schema for the whole result (``--schema``), keyed by todo id.
+    result_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     ended_at: Mapped[datetime | None]
@@ -138,6 +143,16 @@ class Todo(Base):
     text: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[datetime]
+    # The answer the todo wants (see relay.core.answers): kind and its options.
+    answer_kind: Mapped[str] = mapped_column(String(16), default="text", server_default="text")
+    answer_spec: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The answer as recorded by the agent (normalised JSON), and where it came from.
+    answer: Mapped[Any] = mapped_column(JSON, nullable=True)
+    answer_message_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite")
+    )
+    answered_at: Mapped[datetime | None]
 
 
 class Message(Base):
@@ -201,6 +216,23 @@ class Transition(Base):
     event: Mapped[str] = mapped_column(String(48))
     actor: Mapped[str] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class EventRow(Base):
+    """The append-only event log a program follows (``relay events``): its id is
+    the cursor. Rows are written in the transaction of what they record, and on
+    PostgreSQL in commit order (see :mod:`relay.store.events`)."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    # No foreign key: the log outlives what it mentions (a contact-level command
+    # names no instance; a pruned instance keeps its audit trail).
+    instance_id: Mapped[str | None] = mapped_column(String(16), index=True)
+    actor: Mapped[str | None] = mapped_column(String(64))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 

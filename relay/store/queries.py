@@ -211,10 +211,20 @@ def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str,
 
 
 def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
-    """:func:`todos_for` as read-only rows (instance_id, position, text, status)."""
+    """:func:`todos_for` as read-only rows (instance_id, position, text, status, and
+    the answer wanted and recorded)."""
     found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
     for row in session.execute(
-        select(Todo.instance_id, Todo.position, Todo.text, Todo.status)
+        select(
+            Todo.instance_id,
+            Todo.position,
+            Todo.text,
+            Todo.status,
+            Todo.answer_kind,
+            Todo.answer_spec,
+            Todo.required,
+            Todo.answer,
+        )
         .where(Todo.instance_id.in_(instance_ids))
         .order_by(Todo.position)
     ):
@@ -415,3 +425,19 @@ def stranded_queues(session: Session) -> list[int]:
             .distinct()
         )
     )
+
+
+def instances_by_id(session: Session, instance_ids: Sequence[str]) -> Sequence[Instance]:
+    """Instances by exact id, in the order given (unknown ids are left out)."""
+    if not instance_ids:
+        return []
+    found = {
+        i.id: i for i in session.scalars(select(Instance).where(Instance.id.in_(instance_ids)))
+    }
+    return [found[i] for i in instance_ids if i in found]
+
+
+def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Message]:
+    if not message_ids:
+        return {}
+    return {m.id: m for m in session.scalars(select(Message).where(Message.id.in_(message_ids)))}
