@@ -17,11 +17,27 @@ from typer.core import TyperGroup
 
 from relay import __version__
 from relay.cli import render
-from relay.core.errors import RelayError
+from relay.core.errors import Refused, RelayError
 
 if TYPE_CHECKING:
     from relay.config import Config
     from relay.engine.service import Relay
+
+
+def _flags_without_placeholder() -> None:
+    """Typer shows ``<bool>`` after every flag in ``--help``; a flag takes no value,
+    so show none (as click and gh do)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_flags_without_placeholder()
 
 
 class RelayGroup(TyperGroup):
@@ -37,6 +53,9 @@ class RelayGroup(TyperGroup):
         umask = os.umask(0o077)
         try:
             return super().invoke(ctx)
+        except Refused as exc:
+            render.error(render.refusal(exc))
+            ctx.exit(exc.exit_code)
         except RelayError as exc:
             render.error(exc.message)
             ctx.exit(exc.exit_code)
@@ -68,7 +87,6 @@ app = typer.Typer(
         "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config."
     ),
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -157,6 +175,7 @@ def register() -> None:
         daemon_commands,
         db_commands,
         engine_commands,
+        inbox_commands,
         instance_commands,
     )
 
@@ -166,6 +185,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         contact_commands,
+        inbox_commands,
         daemon_commands,
     ):
         module.register(app)

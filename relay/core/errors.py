@@ -50,9 +50,29 @@ class Undeliverable(RelayError):
 
 
 class Refused(RelayError):
-    """The state machine refused the event."""
+    """The state machine refused the event.
+
+    ``instance_id``, ``state``, ``event`` and ``allowed`` (event names) say what
+    was refused and what would have worked, so a caller (the CLI) can word it
+    in its own terms; the message stays complete without them.
+    """
 
     exit_code = 1
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        instance_id: str | None = None,
+        state: str | None = None,
+        event: str | None = None,
+        allowed: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.state = state
+        self.event = event
+        self.allowed = allowed
 
 
 class ContactBusy(RelayError):

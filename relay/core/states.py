@@ -153,7 +153,13 @@ def next_state(
     """
     target = TRANSITIONS[state].get(event)
     if target is None:
-        raise Refused(refusal_message(instance_id, state, event))
+        raise Refused(
+            refusal_message(instance_id, state, event),
+            instance_id=instance_id,
+            state=state.value,
+            event=event.value,
+            allowed=tuple(e.value for e in allowed_events(state)),
+        )
     if state is S.PAUSED and event is E.RESUME:
         if previous is None or previous is S.PAUSED or previous.terminal:
             raise Refused(f"instance {instance_id} is PAUSED with no valid prior state recorded")

@@ -326,9 +326,7 @@ def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) ->
     _hold_outbound(session, person.id, MessageStatus.BLOCKED, "contact opted out")
 
 
-def _hold_outbound(
-    session: Session, contact_id: int, status: MessageStatus, why: str
-) -> None:
+def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why: str) -> None:
     """Nothing queued for the contact will go: mark it ``status`` with the reason."""
     for message in session.scalars(
         select(Message).where(

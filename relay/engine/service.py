@@ -26,18 +26,21 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
 from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import contacts, forecast, inbound, transitions
+from relay.engine import contacts, forecast, inbound, operations, transitions
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
 from relay.engine.store_setup import open_store
 from relay.engine.transitions import previous_of
 from relay.engine.views import (
+    ContactRow,
     ContactView,
     DaemonView,
+    InboxItem,
     InstanceView,
     MessageView,
     StatusView,
     TransitionView,
+    why,
 )
 from relay.store import claims, queries
 from relay.store.database import Store
@@ -263,8 +266,15 @@ class Relay:
         query = query.order_by(Instance.seq.desc()).limit(limit)
         with self.store.read_transaction() as session:
             rows = session.execute(query).all()
-            todos = queries.todos_for(session, [inst.id for inst, _ in rows]) if rows else {}
-            return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
+            ids = [inst.id for inst, _ in rows]
+            todos = queries.todos_for(session, ids) if rows else {}
+            reasons = queries.latest_reasons(session, ids)
+            return [
+                InstanceView.build(
+                    inst, person, todos[inst.id], reason=why(inst, reasons.get(inst.id))
+                )
+                for inst, person in rows
+            ]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
         with self.store.read_transaction() as session:
@@ -292,6 +302,7 @@ class Relay:
             next_message=upcoming,
             late_replies=late,
             in_flight=queries.in_flight(session, instance.id),
+            reason=why(instance, queries.latest_reasons(session, [instance.id]).get(instance.id)),
         )
 
     # -- operator verbs -----------------------------------------------------
@@ -445,6 +456,7 @@ class Relay:
             live_instance=holder.id if holder else None,
             queued=tuple(i.id for i in waiting),
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
+            fields=dict(person.fields or {}),
         )
 
     def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
@@ -472,6 +484,26 @@ class Relay:
                 person.timezone = timezone
                 person.updated_at = self.now()
             return self._contact_view(session, person)
+
+    def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
+        """Contacts newest first, with their fields and conversation counts."""
+        with self.store.read_transaction() as session:
+            return operations.contact_rows(session, campaign=campaign, limit=limit)
+
+    # -- the operator's inbox -------------------------------------------------
+
+    def inbox(
+        self, *, kinds: Sequence[str] = operations.INBOX_KINDS, limit: int = 50
+    ) -> list[InboxItem]:
+        """Inbound no conversation took: unrouted, late (its conversation had ended)
+        and rejected (no usable sender), newest first."""
+        with self.store.read_transaction() as session:
+            return operations.inbox(session, kinds=tuple(kinds), limit=limit)
+
+    def retry(self, message_id: int) -> MessageView:
+        """Queue a failed delivery again; refused unless its conversation is live."""
+        with self.store.transaction() as session:
+            return operations.retry(session, message_id, self.now())
 
     # -- status -------------------------------------------------------------
 

@@ -53,6 +53,10 @@ class InstanceView:
     #: Messages a channel was already handing over when this view was taken (a
     #: pause or cancel cannot call those back; everything else of it is held).
     in_flight: int = 0
+    #: Why it is where it is: a failure or end reason, else the latest transition's
+    #: reason (why it waits on a human, was paused or is queued).
+    reason: str | None = None
+    campaign: str | None = None
 
     @classmethod
     def build(
@@ -80,6 +84,7 @@ class InstanceView:
             updated_at=instance.updated_at,
             ended_at=instance.ended_at,
             subject=instance.subject,
+            campaign=instance.campaign,
             **extra,
         )
 
@@ -106,6 +111,8 @@ class InstanceView:
             "subject": self.subject,
             "late_replies": self.late_replies,
             "in_flight": self.in_flight,
+            "reason": self.reason,
+            "campaign": self.campaign,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),
@@ -216,12 +223,14 @@ class ContactView:
     live_instance: str | None
     queued: tuple[str, ...]
     unrouted: tuple[MessageView, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "contact": self.address,
             "kind": self.kind,
             "timezone": self.timezone,
+            "fields": self.fields,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
             "live_instance": self.live_instance,
@@ -277,4 +286,72 @@ class StatusView:
             "daemons": [d.to_json() for d in self.daemons],
             "last_daemon_seen": isoformat(self.last_daemon_seen),
             "warnings": list(self.warnings),
+        }
+
+
+def why(instance: Instance, latest_reason: str | None) -> str | None:
+    """The reason shown with an instance's state (see :attr:`InstanceView.reason`)."""
+    if instance.failure_reason == "cancelled" and latest_reason:
+        return f"cancelled: {latest_reason}"
+    if instance.failure_reason:
+        return instance.failure_reason
+    return latest_reason or instance.end_reason
+
+
+@dataclass(frozen=True)
+class ContactRow:
+    """One line of ``relay contact list``."""
+
+    address: str
+    kind: str
+    name: str | None
+    timezone: str | None
+    fields: dict[str, Any]
+    opted_out_at: datetime | None
+    undeliverable_at: datetime | None
+    live_instance: str | None
+    queued: int
+    conversations: int
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "contact": self.address,
+            "kind": self.kind,
+            "name": self.name,
+            "timezone": self.timezone,
+            "fields": self.fields,
+            "opted_out": self.opted_out_at is not None,
+            "undeliverable": self.undeliverable_at is not None,
+            "live_instance": self.live_instance,
+            "queued": self.queued,
+            "conversations": self.conversations,
+            "created_at": isoformat(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    """Inbound no conversation took: ``unrouted`` (no conversation matched),
+    ``late`` (its conversation had ended) or ``rejected`` (no usable sender)."""
+
+    kind: str
+    id: int
+    at: datetime
+    channel: str | None
+    sender: str
+    text: str
+    instance_id: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "at": isoformat(self.at),
+            "channel": self.channel,
+            "sender": self.sender,
+            "text": self.text,
+            "instance_id": self.instance_id,
+            "note": self.note,
         }

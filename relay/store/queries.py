@@ -400,3 +400,18 @@ def inbound_trouble(session: Session) -> tuple[int, int]:
     )
     rejected = session.scalar(select(func.count()).select_from(InboundReject))
     return int(late or 0), int(rejected or 0)
+
+
+def latest_reasons(session: Session, instance_ids: Sequence[str]) -> dict[str, str]:
+    """Each instance's latest transition reason (why it is where it is), one query."""
+    if not instance_ids:
+        return {}
+    latest = (
+        select(func.max(Transition.id))
+        .where(Transition.instance_id.in_(instance_ids))
+        .group_by(Transition.instance_id)
+    )
+    rows = session.execute(
+        select(Transition.instance_id, Transition.reason).where(Transition.id.in_(latest))
+    )
+    return {instance_id: reason for instance_id, reason in rows if reason}
