@@ -119,6 +119,9 @@ def start(
         str | None,
         typer.Option(help="Subject line (email). Default: the objective's first sentence."),
     ] = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one."""
@@ -133,6 +136,7 @@ def start(
         agent=agent,
         window=window,
         subject=subject,
+        campaign=campaign,
     )
     first = None
     if not defer:
@@ -186,10 +190,11 @@ def list_(
     ] = None,
     contact: Annotated[str | None, typer.Option(help="Only instances with this contact.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    campaign: Annotated[str | None, typer.Option(help="Only instances of this campaign.")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """List instances, newest first."""
-    views = state.relay().list(state=state_filter, contact=contact, limit=limit)
+    views = state.relay().list(state=state_filter, contact=contact, limit=limit, campaign=campaign)
     if json_out:
         render.emit_json([v.to_json() for v in views])
         return

@@ -177,6 +177,7 @@ def register() -> None:
         engine_commands,
         inbox_commands,
         instance_commands,
+        stats_commands,
     )
 
     for module in (
@@ -186,6 +187,7 @@ def register() -> None:
         engine_commands,
         contact_commands,
         inbox_commands,
+        stats_commands,
         daemon_commands,
     ):
         module.register(app)

@@ -128,7 +128,7 @@ class Col:
 
 def _cell(value: Any) -> Text:
     if isinstance(value, Text):
-        return Text(clean(value.plain), style=value.style)
+        return value  # built here (state_text, bars) from text already cleaned
     return Text("-" if value is None else clean(str(value)))  # Text: no markup
 
 

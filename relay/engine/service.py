@@ -38,6 +38,7 @@ from relay.engine.views import (
     InboxItem,
     InstanceView,
     MessageView,
+    StatsView,
     StatusView,
     TransitionView,
     why,
@@ -102,6 +103,7 @@ class Relay:
         window: str | None = None,
         actor: str = OPERATOR,
         subject: str | None = None,
+        campaign: str | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one.
 
@@ -138,6 +140,7 @@ class Relay:
                 session, person, objective, interval, followups, channel, agent, window, now
             )
             instance.subject = title
+            instance.campaign = _campaign(campaign)
             for position, text in enumerate(todo_texts, start=1):
                 session.add(
                     Todo(
@@ -254,8 +257,9 @@ class Relay:
         state: str | None = None,
         contact: str | None = None,
         limit: int = 50,
+        campaign: str | None = None,
     ) -> list[InstanceView]:
-        """Instances newest first, optionally filtered by state and contact."""
+        """Instances newest first, optionally filtered by state, contact and campaign."""
         if limit < 1:
             raise InvalidInput("--limit must be at least 1")
         query = select(Instance, Contact).join(Contact, Contact.id == Instance.contact_id)
@@ -263,6 +267,8 @@ class Relay:
             query = query.where(Instance.state == parse_state(state).value)
         if contact:
             query = query.where(Contact.address == self.normalise(contact))
+        if campaign:
+            query = query.where(Instance.campaign == campaign)
         query = query.order_by(Instance.seq.desc()).limit(limit)
         with self.store.read_transaction() as session:
             rows = session.execute(query).all()
@@ -490,6 +496,32 @@ class Relay:
         with self.store.read_transaction() as session:
             return operations.contact_rows(session, campaign=campaign, limit=limit)
 
+    def stats(
+        self, *, campaign: str | None = None, since: str | timedelta | None = None
+    ) -> StatsView:
+        """The funnel: started, delivered, replied, and how conversations ended
+        (``since``: only conversations started within this duration, e.g. 7d)."""
+        from relay.store import funnel
+
+        start = self.now() - _interval(since) if since else None
+        with self.store.read_transaction() as session:
+            counts = funnel.funnel(session, campaign=campaign, since=start)
+            return StatsView(
+                campaign=campaign,
+                since=start,
+                started=counts["started"],
+                delivered=counts["delivered"],
+                replied=counts["replied"],
+                outcomes={name: counts[name] for name in funnel.OUTCOMES},
+                median_first_reply_seconds=funnel.median_first_reply(
+                    session, campaign=campaign, since=start
+                ),
+                followups=funnel.followups_sent(session, campaign=campaign, since=start),
+                failed_deliveries=tuple(
+                    funnel.failed_deliveries(session, campaign=campaign, since=start)
+                ),
+            )
+
     # -- the operator's inbox -------------------------------------------------
 
     def inbox(
@@ -620,6 +652,19 @@ def _clean_text(text: str, what: str) -> str:
         raise InvalidInput(f"{what} must not be empty")
     if len(cleaned) > MAX_TEXT:
         raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
+    return cleaned
+
+
+MAX_CAMPAIGN = 128
+
+
+def _campaign(name: str | None) -> str | None:
+    """A campaign tag: trimmed, not empty, at most 128 characters."""
+    if name is None:
+        return None
+    cleaned = name.replace("\x00", "").strip()
+    if not cleaned or len(cleaned) > MAX_CAMPAIGN:
+        raise InvalidInput(f"--campaign must be 1 to {MAX_CAMPAIGN} characters")
     return cleaned
 
 

@@ -355,3 +355,44 @@ class InboxItem:
             "instance_id": self.instance_id,
             "note": self.note,
         }
+
+
+@dataclass(frozen=True)
+class StatsView:
+    """``relay stats``: the funnel of the chosen conversations."""
+
+    campaign: str | None
+    since: datetime | None
+    started: int
+    delivered: int
+    replied: int
+    outcomes: dict[str, int]
+    median_first_reply_seconds: float | None
+    followups: int
+    failed_deliveries: tuple[tuple[str, int], ...]
+
+    @property
+    def reply_rate(self) -> float | None:
+        """Replies per conversation whose first message was delivered."""
+        return self.replied / self.delivered if self.delivered else None
+
+    @property
+    def followups_per_reply(self) -> float | None:
+        return self.followups / self.replied if self.replied else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "campaign": self.campaign,
+            "since": isoformat(self.since),
+            "started": self.started,
+            "delivered": self.delivered,
+            "replied": self.replied,
+            "outcomes": self.outcomes,
+            "reply_rate": self.reply_rate,
+            "median_first_reply_seconds": self.median_first_reply_seconds,
+            "followups": self.followups,
+            "followups_per_reply": self.followups_per_reply,
+            "failed_deliveries": [
+                {"reason": reason, "count": count} for reason, count in self.failed_deliveries
+            ],
+        }
