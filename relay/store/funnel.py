@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, case, func, literal, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Select, case, func, select
+from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus, TodoStatus
@@ -46,43 +46,29 @@ def _chosen_ids(campaign: str | None, since: datetime | None) -> Select[Any]:
     return select(Instance.id).where(*_chosen(campaign, since))
 
 
-def _per_instance(campaign: str | None, since: datetime | None) -> Any:
-    """One row per chosen instance that has messages: first delivery, first reply."""
-    outbound_sent = (Message.direction == Direction.OUTBOUND.value) & (
-        Message.status == MessageStatus.SENT.value
-    )
-    reply = (Message.direction == Direction.INBOUND.value) & (Message.kind == "message")
-    return (
-        select(
-            Message.instance_id.label("instance_id"),
-            func.min(case((outbound_sent, Message.sent_at))).label("first_sent"),
-            func.min(case((reply, Message.created_at))).label("first_reply"),
-        )
-        .where(Message.instance_id.in_(_chosen_ids(campaign, since)))
-        .group_by(Message.instance_id)
-        .subquery()
-    )
+def _of_chosen(column: Any, campaign: str | None, since: datetime | None) -> list[Any]:
+    """``column IN (chosen instances)``, or nothing when every instance is chosen."""
+    if campaign is None and since is None:
+        return [column.is_not(None)]
+    return [column.in_(_chosen_ids(campaign, since))]
 
 
-def _open_todos(campaign: str | None, since: datetime | None) -> Any:
-    still_open = Todo.status.in_([TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value])
-    return (
-        select(Todo.instance_id.label("instance_id"), func.count().label("open"))
-        .where(still_open, Todo.instance_id.in_(_chosen_ids(campaign, since)))
-        .group_by(Todo.instance_id)
-        .subquery()
-    )
-
-
-def _outcome(open_todos: Any) -> Any:
+def _outcome() -> Any:
     opted = (Instance.end_reason == OPTED_OUT) | (Instance.failure_reason == OPTED_OUT)
+    completed = Instance.state == State.COMPLETED.value
+    open_todo = (
+        select(Todo.position)
+        .where(
+            Todo.instance_id == Instance.id,
+            Todo.status.in_([TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value]),
+        )
+        .exists()
+    )
     return case(
         (opted, "opted_out"),
-        (
-            (Instance.state == State.COMPLETED.value) & (func.coalesce(open_todos.c.open, 0) == 0),
-            "completed",
-        ),
-        (Instance.state == State.COMPLETED.value, "ended_early"),
+        # The todo lookup runs for completed conversations only (by primary key).
+        (completed & ~open_todo, "completed"),
+        (completed, "ended_early"),
         (Instance.state == State.ABANDONED.value, "abandoned"),
         (Instance.state == State.FAILED.value, "failed"),
         (Instance.state == State.NEEDS_HUMAN_INTERVENTION.value, "needs_human"),
@@ -90,35 +76,36 @@ def _outcome(open_todos: Any) -> Any:
     )
 
 
-def funnel(session: Session, *, campaign: str | None, since: datetime | None) -> dict[str, int]:
-    """started, delivered, replied and each outcome's count, in one statement."""
-    messages = _per_instance(campaign, since)
-    todos = _open_todos(campaign, since)
-    outcome = _outcome(todos).label("outcome")
-    rows = (
-        select(
-            outcome,
-            (messages.c.first_sent.is_not(None)).label("delivered"),
-            (messages.c.first_reply.is_not(None)).label("replied"),
+def _conversations_with(session: Session, where: Any, campaign: Any, since: Any) -> int:
+    """How many chosen conversations have a message matching ``where``."""
+    return int(
+        session.scalar(
+            select(func.count(func.distinct(Message.instance_id))).where(
+                where, *_of_chosen(Message.instance_id, campaign, since)
+            )
         )
-        .select_from(Instance)
-        .outerjoin(messages, messages.c.instance_id == Instance.id)
-        .outerjoin(todos, todos.c.instance_id == Instance.id)
-        .where(*_chosen(campaign, since))
-        .subquery()
+        or 0
     )
-    one = literal(1)
-    totals = select(
-        func.count().label("started"),
-        func.coalesce(func.sum(case((rows.c.delivered, one), else_=0)), 0).label("delivered"),
-        func.coalesce(func.sum(case((rows.c.replied, one), else_=0)), 0).label("replied"),
-        *(
-            func.coalesce(func.sum(case((rows.c.outcome == name, one), else_=0)), 0).label(name)
-            for name in OUTCOMES
-        ),
+
+
+def funnel(session: Session, *, campaign: str | None, since: datetime | None) -> dict[str, int]:
+    """started, delivered, replied and each outcome's count (three statements)."""
+    outcome = _outcome().label("outcome")
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for name, count in session.execute(
+        select(outcome, func.count()).where(*_chosen(campaign, since)).group_by(outcome)
+    ):
+        counts[str(name)] = int(count)
+    sent = (Message.direction == Direction.OUTBOUND.value) & (
+        Message.status == MessageStatus.SENT.value
     )
-    found = session.execute(totals).one()
-    return {key: int(value or 0) for key, value in found._mapping.items()}
+    reply = (Message.direction == Direction.INBOUND.value) & (Message.kind == "message")
+    return {
+        "started": sum(counts.values()),
+        "delivered": _conversations_with(session, sent, campaign, since),
+        "replied": _conversations_with(session, reply, campaign, since),
+        **counts,
+    }
 
 
 def _seconds(session: Session, later: Any, earlier: Any) -> Any:
@@ -132,21 +119,42 @@ def median_first_reply(
 ) -> float | None:
     """Median seconds from the first delivered message to the first reply (counted
     and sorted in the database; one or two rows come back)."""
-    messages = _per_instance(campaign, since)
-    delays = (
-        select(_seconds(session, messages.c.first_reply, messages.c.first_sent).label("delay"))
-        .where(messages.c.first_sent.is_not(None))
-        .where(messages.c.first_reply >= messages.c.first_sent)
+    reply = (Message.direction == Direction.INBOUND.value) & (Message.kind == "message")
+    replies = (
+        select(
+            Message.instance_id.label("instance_id"),
+            func.min(Message.created_at).label("first_reply"),
+        )
+        .where(reply, *_of_chosen(Message.instance_id, campaign, since))
+        .group_by(Message.instance_id)
         .subquery()
     )
-    count = int(session.scalar(select(func.count()).select_from(delays)) or 0)
-    if count < 1:
-        return None
+    sent = aliased(Message)
+    first_sent = (
+        select(func.min(sent.sent_at))
+        .where(
+            sent.instance_id == replies.c.instance_id,
+            sent.direction == Direction.OUTBOUND.value,
+            sent.status == MessageStatus.SENT.value,
+        )
+        .scalar_subquery()
+    )
+    pairs = select(replies.c.first_reply, first_sent.label("first_sent")).subquery()
+    delay = _seconds(session, pairs.c.first_reply, pairs.c.first_sent)
+    ranked = (
+        select(
+            delay.label("delay"),
+            func.row_number().over(order_by=delay).label("rank"),
+            func.count().over().label("total"),
+        )
+        .where(pairs.c.first_sent.is_not(None), pairs.c.first_reply >= pairs.c.first_sent)
+        .subquery()
+    )
+    # The middle row (odd count) or the two middle rows (even count), in one statement.
     middle = session.scalars(
-        select(delays.c.delay)
-        .order_by(delays.c.delay)
-        .offset((count - 1) // 2)
-        .limit(1 if count % 2 else 2)
+        select(ranked.c.delay).where(
+            ranked.c.rank.in_([(ranked.c.total + 1) / 2, (ranked.c.total + 2) / 2])
+        )
     ).all()
     values = [float(v) for v in middle if v is not None]
     return sum(values) / len(values) if values else None
@@ -159,7 +167,7 @@ def followups_sent(session: Session, *, campaign: str | None, since: datetime | 
             .select_from(Transition)
             .where(
                 Transition.event == "followup_sent",
-                Transition.instance_id.in_(_chosen_ids(campaign, since)),
+                *_of_chosen(Transition.instance_id, campaign, since),
             )
         )
         or 0
@@ -177,7 +185,7 @@ def failed_deliveries(
         .where(
             Message.direction == Direction.OUTBOUND.value,
             Message.status == MessageStatus.FAILED.value,
-            Message.instance_id.in_(_chosen_ids(campaign, since)),
+            *_of_chosen(Message.instance_id, campaign, since),
         )
         .group_by(reason)
         .order_by(count.desc(), reason)
