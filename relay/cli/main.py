@@ -170,6 +170,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for program
 def register() -> None:
     """Attach the command modules; each is one command group."""
     from relay.cli import (
+        campaign_commands,
         config_commands,
         contact_commands,
         daemon_commands,
@@ -187,6 +188,7 @@ def register() -> None:
         engine_commands,
         contact_commands,
         inbox_commands,
+        campaign_commands,
         stats_commands,
         daemon_commands,
     ):

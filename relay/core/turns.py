@@ -61,6 +61,9 @@ class TurnContext:
     follow_up_number: int = 0
     max_followups: int = 0
     now: str = ""
+    #: What is known of the contact (an import's columns: name, order, ...).
+    contact_fields: dict[str, Any] = field(default_factory=dict)
+    campaign: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -48,6 +50,9 @@ from relay.store.database import Store
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Daemon, Instance, Message, Todo
 
+if TYPE_CHECKING:
+    from relay.engine.campaigns import ImportReport
+
 OPERATOR = "operator"
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
@@ -59,6 +64,27 @@ MAX_TEXT = 10_000
 MAX_FOLLOWUPS = 1000
 
 
+@dataclass(frozen=True)
+class NewConversation:
+    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+
+    address: str
+    objective: str
+    todos: tuple[str, ...]
+    subject: str
+    heartbeat: timedelta
+    max_followups: int
+    channel: str
+    agent: str
+    window: str | None = None
+    campaign: str | None = None
+    #: One row of one import (``relay import``): unique, so a re-run starts nothing twice.
+    import_key: str | None = None
+    #: Fields to merge into the contact's (an import's columns).
+    contact_fields: dict[str, Any] | None = None
+    timezone: str | None = None
+
+
 class Relay:
     """Conversation commands over one store, with an injectable clock."""
 
@@ -66,6 +92,7 @@ class Relay:
         self.store = store
         self.config = config
         self.clock: Clock = clock or SystemClock()
+        self._built_channels: dict[str, Any] = {}
 
     @classmethod
     def open(cls, config: Config | None = None, clock: Clock | None = None) -> Relay:
@@ -111,49 +138,143 @@ class Relay:
         (email); without it, one is made from the objective
         (:func:`relay.core.subjects.subject_from_objective`).
         """
+        spec = self.prepare(
+            contact,
+            objective,
+            todos,
+            heartbeat=heartbeat,
+            max_followups=max_followups,
+            channel=channel,
+            agent=agent,
+            window=window,
+            subject=subject,
+            campaign=campaign,
+        )
+        self._check_backends(spec.channel, spec.agent, spec.window, spec.address)
+        with self.store.transaction() as session:
+            instance = self.create(session, spec, self.now(), actor)
+            return self._view(session, instance)
+
+    def prepare(
+        self,
+        contact: str,
+        objective: str,
+        todos: Sequence[str],
+        *,
+        heartbeat: str | timedelta | None = None,
+        max_followups: int | None = None,
+        channel: str | None = None,
+        agent: str | None = None,
+        window: str | None = None,
+        subject: str | None = None,
+        campaign: str | None = None,
+    ) -> NewConversation:
+        """Check and normalise what a new conversation needs, touching nothing
+        (:meth:`start` and ``relay import`` both begin here)."""
         from relay.core.subjects import clean_subject, subject_from_objective
 
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
-        todo_texts = [_clean_text(t, "todo") for t in todos]
-        title = clean_subject(subject) if subject else subject_from_objective(objective)
-        interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
-        followups = self._max_followups(max_followups)
-        channel = channel or str(self.config.get("defaults.channel"))
-        agent = agent or str(self.config.get("agent.backend"))
-        self._check_backends(channel, agent, window, address)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=True)
-            queries.lock_contact(session, person.id)
-            if person.opted_out_at is not None:
-                raise OptedOut(
-                    f"contact {address} has opted out; they must opt in again "
-                    "(START from them, or `relay contact opt-in`)"
-                )
-            if person.undeliverable_at is not None:
-                raise Undeliverable(
-                    f"contact {address} is undeliverable ({person.undeliverable_reason}); "
-                    "`relay contact deliverable` clears it once the address is fixed"
-                )
-            now = self.now()
-            instance = self._insert_instance(
-                session, person, objective, interval, followups, channel, agent, window, now
+        return NewConversation(
+            address=address,
+            objective=objective,
+            todos=tuple(_clean_text(t, "todo") for t in todos),
+            subject=clean_subject(subject) if subject else subject_from_objective(objective),
+            heartbeat=_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
+            max_followups=self._max_followups(max_followups),
+            channel=channel or str(self.config.get("defaults.channel")),
+            agent=agent or str(self.config.get("agent.backend")),
+            window=window,
+            campaign=_campaign(campaign),
+        )
+
+    def create(
+        self, session: Session, spec: NewConversation, now: datetime, actor: str = OPERATOR
+    ) -> Instance:
+        """Create the conversation in the caller's transaction (its contact too):
+        CREATED, or QUEUED behind the contact's live one."""
+        person = contacts.find_or_create(session, self.address(spec.address), now)
+        queries.lock_contact(session, person.id)
+        if person.opted_out_at is not None:
+            raise OptedOut(
+                f"contact {spec.address} has opted out; they must opt in again "
+                "(START from them, or `relay contact opt-in`)"
             )
-            instance.subject = title
-            instance.campaign = _campaign(campaign)
-            for position, text in enumerate(todo_texts, start=1):
-                session.add(
-                    Todo(
-                        instance_id=instance.id,
-                        position=position,
-                        text=text,
-                        status=TodoStatus.PENDING.value,
-                        updated_at=now,
-                    )
-                )
-            transitions.record_creation(session, instance, now=now, actor=actor)
-            self._take_slot(session, instance, now, actor)
-            return self._view(session, instance)
+        if person.undeliverable_at is not None:
+            raise Undeliverable(
+                f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
+                "`relay contact deliverable` clears it once the address is fixed"
+            )
+        if spec.contact_fields:
+            person.fields = {**(person.fields or {}), **spec.contact_fields}
+            person.updated_at = now
+        if spec.timezone:
+            person.timezone = spec.timezone
+            person.updated_at = now
+        instance = self._insert_instance(session, person, spec, now)
+        session.add_all(
+            Todo(
+                instance_id=instance.id,
+                position=position,
+                text=text,
+                status=TodoStatus.PENDING.value,
+                updated_at=now,
+            )
+            for position, text in enumerate(spec.todos, start=1)
+        )
+        transitions.record_creation(session, instance, now=now, actor=actor)
+        self._take_slot(session, instance, now, actor)
+        return instance
+
+    def check_backends(self, channel: str, agent: str, window: str | None) -> None:
+        """Refuse a channel, agent or window that could never work (exit 2)."""
+        self._check_backends(channel, agent, window)
+
+    def address_problem(self, channel: str, address: str) -> str | None:
+        """Why ``channel`` cannot reach ``address`` (an email channel and a phone
+        number), or None; the channel is built once per name."""
+        from relay.channels.base import make_channel
+        from relay.engine.backends import channel_settings
+
+        built = self._built_channels.get(channel)
+        if built is None:
+            built = make_channel(channel, channel_settings(self.config, channel))
+            self._built_channels[channel] = built
+        check = getattr(built, "address_problem", None)
+        return check(address) if callable(check) else None
+
+    def import_csv(
+        self,
+        path: str | Path,
+        objective: str,
+        todos: Sequence[str],
+        *,
+        campaign: str | None = None,
+        dry_run: bool = False,
+        heartbeat: str | None = None,
+        max_followups: int | None = None,
+        channel: str | None = None,
+        agent: str | None = None,
+        window: str | None = None,
+        on_rows: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """A conversation per CSV row (``relay import``); the first turns are left to
+        the daemon. ``on_total`` hears the row count once the file is checked;
+        ``on_rows`` how many more rows were handled."""
+        from relay.engine import campaigns
+
+        options = campaigns.Options(
+            objective, tuple(todos), _campaign(campaign), heartbeat, max_followups, channel,
+            agent, window,
+        )  # fmt: skip
+        rows = campaigns.read_rows(Path(path))
+        planned = campaigns.plan(self, rows, options)
+        if on_total is not None:
+            on_total(len(planned))
+        return campaigns.run(
+            self, planned, campaign=options.campaign, dry_run=dry_run, progress=on_rows
+        )
 
     def _check_backends(
         self, channel: str, agent: str, window: str | None, address: str | None = None
@@ -186,30 +307,24 @@ class Relay:
         return followups
 
     def _insert_instance(
-        self,
-        session: Session,
-        person: Contact,
-        objective: str,
-        interval: timedelta,
-        followups: int,
-        channel: str,
-        agent: str,
-        window: str | None,
-        now: datetime,
+        self, session: Session, person: Contact, spec: NewConversation, now: datetime
     ) -> Instance:
         instance = Instance(
             id=new_instance_id(),
             contact_id=person.id,
             state=State.CREATED.value,
-            objective=objective,
-            channel=channel,
-            agent=agent,
-            window=window or (str(self.config.get("defaults.window") or "") or None),
-            heartbeat_seconds=int(interval.total_seconds()),
-            max_followups=followups,
+            objective=spec.objective,
+            subject=spec.subject,
+            channel=spec.channel,
+            agent=spec.agent,
+            window=spec.window or (str(self.config.get("defaults.window") or "") or None),
+            heartbeat_seconds=int(spec.heartbeat.total_seconds()),
+            max_followups=spec.max_followups,
             follow_up_count=0,
             version=0,
             turn_attempts=0,
+            campaign=spec.campaign,
+            import_key=spec.import_key,
             created_at=now,
             updated_at=now,
         )

@@ -69,6 +69,7 @@ _CONTEXT_INSTANCE = (
     Instance.turn_attempts,
     Instance.follow_up_count,
     Instance.max_followups,
+    Instance.campaign,
 )
 
 REASONS = {
@@ -284,7 +285,7 @@ class TurnRunner:
             instances = [
                 row
                 for row in session.execute(
-                    select(*_CONTEXT_INSTANCE, Contact.address)
+                    select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
                     .join(Contact, Contact.id == Instance.contact_id)
                     .where(Instance.id.in_(list(versions)))
                 )
@@ -315,6 +316,8 @@ class TurnRunner:
                     ),
                     max_followups=row.max_followups,
                     now=now,
+                    contact_fields=dict(row.fields or {}),
+                    campaign=row.campaign,
                 )
                 found[row.id] = (context, row.agent, row.turn_attempts)
             return found

@@ -139,3 +139,29 @@ def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str,
     return {
         c.address: c for c in session.scalars(select(Contact).where(Contact.address.in_(addresses)))
     }
+
+
+def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Row[Any]]:
+    """Lock many contacts at once (in id order, so two imports cannot deadlock) and
+    read what decides whether they may be written to: the many-row form of
+    :func:`relay.store.queries.lock_contact`."""
+    if not contact_ids:
+        return {}
+    rows = session.execute(
+        select(
+            Contact.id, Contact.opted_out_at, Contact.undeliverable_at, Contact.undeliverable_reason
+        )
+        .where(Contact.id.in_(sorted(contact_ids)))
+        .order_by(Contact.id)
+        .with_for_update()
+    )
+    return {row.id: row for row in rows}
+
+
+def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
+    """Which of these contacts have a conversation holding their slot."""
+    if not contact_ids:
+        return set()
+    return set(
+        session.scalars(select(Instance.contact_slot).where(Instance.contact_slot.in_(contact_ids)))
+    )
