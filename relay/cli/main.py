@@ -179,6 +179,7 @@ def register() -> None:
         inbox_commands,
         instance_commands,
         stats_commands,
+        watch_commands,
     )
 
     for module in (
@@ -190,6 +191,7 @@ def register() -> None:
         inbox_commands,
         campaign_commands,
         stats_commands,
+        watch_commands,
         daemon_commands,
     ):
         module.register(app)

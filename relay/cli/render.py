@@ -126,7 +126,7 @@ class Col:
     optional: bool = False
 
 
-def _cell(value: Any) -> Text:
+def cell(value: Any) -> Text:
     if isinstance(value, Text):
         return value  # built here (state_text, bars) from text already cleaned
     return Text("-" if value is None else clean(str(value)))  # Text: no markup
@@ -158,7 +158,7 @@ def table(title: str | None, columns: Sequence[str | Col], rows: Iterable[Sequen
     cut with an ellipsis (see :class:`Col`; a plain name is a ``key`` column).
     """
     specs = [c if isinstance(c, Col) else Col(c) for c in columns]
-    materialised = [[_cell(c) for c in row] for row in rows]
+    materialised = [[cell(c) for c in row] for row in rows]
     if not is_terminal():
         sys.stdout.write("\t".join(c.name for c in specs) + "\n")
         for row in materialised:
@@ -213,7 +213,7 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> None:
     width = max((len(k) for k, _ in materialised), default=0)
     for key, value in materialised:
         if isinstance(value, Text) and is_terminal():
-            console().print(Text(f"{key.ljust(width)}  ") + _cell(value))
+            console().print(Text(f"{key.ljust(width)}  ") + cell(value))
         else:
             line(f"{key.ljust(width)}  {value.plain if isinstance(value, Text) else value}")
 

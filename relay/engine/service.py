@@ -43,6 +43,7 @@ from relay.engine.views import (
     StatsView,
     StatusView,
     TransitionView,
+    WatchRow,
     why,
 )
 from relay.store import claims, queries
@@ -637,6 +638,40 @@ class Relay:
                 ),
             )
 
+    def watch(
+        self,
+        *,
+        state: str | None = None,
+        contact: str | None = None,
+        campaign: str | None = None,
+        finished: bool = False,
+        limit: int = 100,
+    ) -> list[WatchRow]:
+        """``relay watch``'s rows: needs-human first, then the latest changed; live
+        conversations only unless ``finished`` (two statements, one read transaction)."""
+        from relay.store import reads
+
+        states = [parse_state(state).value] if state else [
+            s.value for s in State if finished or not s.terminal
+        ]  # fmt: skip
+        with self.store.read_transaction() as session:
+            person = (
+                queries.contact_by_address(session, self.normalise(contact)) if contact else None
+            )
+            if contact and person is None:
+                return []
+            rows = reads.watch_rows(
+                session,
+                states=states,
+                contact_id=person.id if person else None,
+                campaign=campaign,
+                limit=limit,
+            )
+            last = reads.last_messages(session, [inst.id for inst, _, _ in rows])
+        return [
+            _watch_row(inst, address, depth, last.get(inst.id)) for inst, address, depth in rows
+        ]
+
     # -- the operator's inbox -------------------------------------------------
 
     def inbox(
@@ -703,6 +738,23 @@ class Relay:
             last_daemon_seen=last_seen,
             warnings=tuple(warnings),
         )
+
+
+def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:
+    return WatchRow(
+        id=instance.id,
+        contact=address,
+        state=instance.state,
+        previous_state=instance.previous_state,
+        objective=instance.objective,
+        campaign=instance.campaign,
+        updated_at=instance.updated_at,
+        next_heartbeat_at=instance.next_heartbeat_at,
+        queue_depth=int(depth or 0),
+        last_message=last.body if last else None,
+        last_direction=last.direction if last else None,
+        last_message_at=last.created_at if last else None,
+    )
 
 
 def queue_outbound(

@@ -396,3 +396,37 @@ class StatsView:
                 {"reason": reason, "count": count} for reason, count in self.failed_deliveries
             ],
         }
+
+
+@dataclass(frozen=True)
+class WatchRow:
+    """One line of ``relay watch``."""
+
+    id: str
+    contact: str
+    state: str
+    previous_state: str | None
+    objective: str
+    campaign: str | None
+    updated_at: datetime
+    next_heartbeat_at: datetime | None
+    queue_depth: int
+    last_message: str | None = None
+    last_direction: str | None = None
+    last_message_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "contact": self.contact,
+            "state": self.state,
+            "previous_state": self.previous_state,
+            "objective": self.objective,
+            "campaign": self.campaign,
+            "updated_at": isoformat(self.updated_at),
+            "next_heartbeat_at": isoformat(self.next_heartbeat_at),
+            "queue_depth": self.queue_depth,
+            "last_message": self.last_message,
+            "last_direction": self.last_direction,
+            "last_message_at": isoformat(self.last_message_at),
+        }
