@@ -143,7 +143,7 @@ def main(
             "--config",
             "-c",
             envvar="RELAY_CONFIG",
-            help="Path to relay.toml (default: ./relay.toml if present).",
+            help="Path to relay.toml (default: the nearest relay.toml here or in a folder above).",
         ),
     ] = None,
     database: Annotated[
