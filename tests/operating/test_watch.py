@@ -141,3 +141,29 @@ def test_watch_prints_a_plain_table_when_piped(cli: Cli, api: Any, drive: Any) -
     assert first not in ok(cli("watch", "--count", "1")).stdout
     assert first in ok(cli("watch", "--count", "1", "--all")).stdout
     assert cli("watch", "--state", "nope", "--count", "1").exit_code == 2
+
+
+@pytest.mark.slow
+def test_import_shows_its_progress_bar_in_a_terminal(
+    cli: Cli, db_url: str, tmp_path: Path, terminal: Terminal
+) -> None:
+    rows = 3000
+    path = tmp_path / "contacts.csv"
+    lines = ["phone,name,order"] + [f"+1555{n:07d},N{n},{n}" for n in range(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = tmp_path / "exit-code"
+    relay = " ".join(
+        shlex.quote(a)
+        for a in (sys.executable, "-m", "relay", "import", str(path), "-o", "Order {order}",
+                  "-t", "Which day suits {name}?", "--campaign", "bulk")
+    )  # fmt: skip
+    terminal.run(
+        f"env RELAY_DATABASE_URL={shlex.quote(db_url)} {relay}; echo $? > {done}; sleep 60"
+    )
+    screen = terminal.wait_for(f"started {rows} of {rows} row(s)")
+    assert "importing" in screen and f"{rows}/{rows}" in screen  # the finished bar
+    deadline = time.monotonic() + DEADLINE
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
+    assert len(ok(cli("list", "--campaign", "bulk", "--limit", "5000", "--json")).json()) == rows
