@@ -1,7 +1,7 @@
 """a program's contract: structured answers, instance meta, the event log
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-24 10:00:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -145,6 +145,11 @@ def system_prompt(context: TurnContext) -> str:
         "You conduct a text conversation with one contact on behalf of an operator.",
         f"Objective: {context.objective}",
         f"Contact: {context.contact}",
+        *(
+            [f"About the contact: {json.dumps(context.contact_fields, sort_keys=True)}"]
+            if context.contact_fields
+            else []
+        ),
         f"Checklist:\n{todos}",
         f"Saved state: {json.dumps(context.state, default=str, sort_keys=True)}",
         f"Now: {context.now or 'unknown'}",

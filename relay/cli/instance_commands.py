@@ -26,49 +26,54 @@ def _todo_line(todo_status: str, text: str, todo_id: int) -> str:
     return f"{marks.get(todo_status, '[?]')} {todo_id}. {text}"
 
 
+#: ``show`` lines left out when they have no value.
+_OMITTED_WHEN_EMPTY = frozenset(
+    {
+        "previous state",
+        "reason",
+        "campaign",
+        "heartbeat left",
+        "paused until",
+        "next message",
+        "ended",
+        "end reason",
+        "failure reason",
+    }
+)
+
+
 def print_instance(view: InstanceView) -> None:
     now = state.relay().now()
-    heartbeat = format_duration_s(view.heartbeat_seconds)
+    left = view.heartbeat_remaining_seconds
+    next_at = view.next_heartbeat_at
     pairs: list[tuple[str, object]] = [
         ("id", view.id),
         ("contact", view.contact),
-        ("state", view.state),
-    ]
-    if view.previous_state:
-        pairs.append(("previous state", view.previous_state))
-    pairs += [
+        ("state", render.state_text(view.state)),
+        ("previous state", view.previous_state),
+        ("reason", view.reason),
+        ("campaign", view.campaign),
         ("objective", view.objective),
         ("follow-ups", _followups(view)),
-        ("heartbeat", heartbeat),
+        ("heartbeat", format_duration_s(view.heartbeat_seconds)),
         (
             "next heartbeat",
-            f"{render.when(view.next_heartbeat_at)} ({render.ago(view.next_heartbeat_at, now)})"
-            if view.next_heartbeat_at
-            else None,
+            f"{render.when(next_at)} ({render.ago(next_at, now)})" if next_at else None,
         ),
-    ]
-    if view.heartbeat_remaining_seconds is not None:
-        pairs.append(("heartbeat left", format_duration_s(view.heartbeat_remaining_seconds)))
-    if view.paused_until:
-        pairs.append(("paused until", render.when(view.paused_until)))
-    if view.next_message:
-        pairs.append(("next message", view.next_message))
-    pairs += [
+        ("heartbeat left", format_duration_s(left) if left is not None else None),
+        ("paused until", render.when(view.paused_until) if view.paused_until else None),
+        ("next message", view.next_message),
         ("channel", view.channel),
         ("agent", view.agent),
         ("window", view.window),
         ("created", render.when(view.created_at)),
         ("updated", render.when(view.updated_at)),
+        ("ended", render.when(view.ended_at) if view.ended_at else None),
+        ("end reason", view.end_reason),
+        ("failure reason", view.failure_reason),
+        ("meta", ", ".join(f"{k}={v}" for k, v in view.meta.items()) if view.meta else None),
     ]
-    if view.ended_at:
-        pairs.append(("ended", render.when(view.ended_at)))
-    if view.end_reason:
-        pairs.append(("end reason", view.end_reason))
-    if view.failure_reason:
-        pairs.append(("failure reason", view.failure_reason))
-    if view.meta:
-        pairs.append(("meta", ", ".join(f"{k}={v}" for k, v in view.meta.items())))
-    render.fields(pairs)
+    render.fields((k, v) for k, v in pairs if v or k not in _OMITTED_WHEN_EMPTY)
     _print_todos(view)
 
 
@@ -150,6 +155,9 @@ def start(
             'the todo ids ("1", "2", ...); each answer is checked against its property.',
         ),
     ] = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -172,6 +180,7 @@ def start(
         subject=subject,
         meta=parse_meta(meta or []),
         result_schema=_read_schema(schema) if schema else None,
+        campaign=campaign,
     )
     if view.first_turn_note:
         render.warn(view.first_turn_note)
@@ -211,6 +220,7 @@ def list_(
     ] = None,
     contact: Annotated[str | None, typer.Option(help="Only instances with this contact.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    campaign: Annotated[str | None, typer.Option(help="Only instances of this campaign.")] = None,
     results: Annotated[
         bool, typer.Option("--results", help="With --json: include each one's result.")
     ] = False,
@@ -218,7 +228,7 @@ def list_(
 ) -> None:
     """List instances, newest first."""
     relay = state.relay()
-    views = relay.list(state=state_filter, contact=contact, limit=limit)
+    views = relay.list(state=state_filter, contact=contact, limit=limit, campaign=campaign)
     if json_out:
         data = [v.to_json() for v in views]
         if results:
@@ -227,17 +237,34 @@ def list_(
                 item["result"] = found.get(item["id"])
         render.emit_json(data)
         return
+    render_list(views)
+
+
+LIST_COLUMNS = (
+    render.Col("id"),
+    render.Col("contact"),
+    render.Col("state"),
+    render.Col("follow-ups", justify="right", optional=True),
+    render.Col("todos", justify="right", optional=True),
+    render.Col("objective", "text"),
+    render.Col("reason", "text"),
+    render.Col("created", optional=True),
+)
+
+
+def render_list(views: list[InstanceView]) -> None:
     render.table(
         "instances",
-        ["id", "contact", "state", "follow-ups", "todos", "objective", "created"],
+        LIST_COLUMNS,
         (
             [
                 v.id,
                 v.contact,
-                v.state + (f" ({v.previous_state})" if v.previous_state else ""),
+                render.state_text(v.state, f" ({v.previous_state})" if v.previous_state else ""),
                 _followups(v),
                 f"{sum(t.status in ('completed', 'skipped') for t in v.todos)}/{len(v.todos)}",
-                v.objective if len(v.objective) <= 48 else v.objective[:47] + "…",
+                v.objective,
+                v.reason or "",
                 render.when(v.created_at),
             ]
             for v in views
@@ -260,7 +287,7 @@ def show(
 def _print_messages(messages: list[MessageView]) -> None:
     render.table(
         "transcript",
-        ["#", "time", "from", "status", "text"],
+        ["#", "time", "from", "status", render.Col("text", "wrap")],
         (
             [
                 m.id,
@@ -313,12 +340,12 @@ def history(
         return
     render.table(
         "history",
-        ["time", "from", "to", "event", "actor", "reason"],
+        ["time", "from", "to", "event", "actor", render.Col("reason", "wrap")],
         (
             [
                 render.when(r.at),
-                r.from_state or "-",
-                r.to_state or "-",
+                render.state_text(r.from_state) if r.from_state else "-",
+                render.state_text(r.to_state) if r.to_state else "-",
                 r.event if r.kind != "command" else f"$ {r.event}",
                 r.actor,
                 r.reason if r.kind != "command" else render.arguments(r.args or {}),
@@ -443,7 +470,11 @@ def status(json_out: JsonOption = False) -> None:
 
 
 def _print_status(view: StatusView) -> None:
-    render.table("instances by state", ["state", "count"], sorted(view.states.items()))
+    render.table(
+        "instances by state",
+        ["state", render.Col("count", justify="right")],
+        ([render.state_text(k), v] for k, v in sorted(view.states.items())),
+    )
     render.fields(
         [
             ("queue depth", view.queue_depth),

@@ -17,11 +17,27 @@ from typer.core import TyperGroup
 
 from relay import __version__
 from relay.cli import render
-from relay.core.errors import RelayError
+from relay.core.errors import Refused, RelayError
 
 if TYPE_CHECKING:
     from relay.api import Relay
     from relay.config import Config
+
+
+def _flags_without_placeholder() -> None:
+    """Typer shows ``<bool>`` after every flag in ``--help``; a flag takes no value,
+    so show none (as click and gh do)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_flags_without_placeholder()
 
 
 class RelayGroup(TyperGroup):
@@ -37,6 +53,9 @@ class RelayGroup(TyperGroup):
         umask = os.umask(0o077)
         try:
             return super().invoke(ctx)
+        except Refused as exc:
+            render.error(render.refusal(exc))
+            ctx.exit(exc.exit_code)
         except RelayError as exc:
             render.error(exc.message)
             ctx.exit(exc.exit_code)
@@ -69,7 +88,6 @@ app = typer.Typer(
         "`relay wait`: 3 needs a human, 4 timed out, 5 ended without the condition."
     ),
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -129,7 +147,7 @@ def main(
             "--config",
             "-c",
             envvar="RELAY_CONFIG",
-            help="Path to relay.toml (default: ./relay.toml if present).",
+            help="Path to relay.toml (default: the nearest relay.toml here or in a folder above).",
         ),
     ] = None,
     database: Annotated[
@@ -165,14 +183,18 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for program
 def register() -> None:
     """Attach the command modules; each is one command group."""
     from relay.cli import (
+        campaign_commands,
         config_commands,
         contact_commands,
         daemon_commands,
         db_commands,
         engine_commands,
+        inbox_commands,
         instance_commands,
         program_commands,
         serve_commands,
+        stats_commands,
+        watch_commands,
     )
 
     for module in (
@@ -182,6 +204,10 @@ def register() -> None:
         db_commands,
         engine_commands,
         contact_commands,
+        inbox_commands,
+        campaign_commands,
+        stats_commands,
+        watch_commands,
         daemon_commands,
         serve_commands,
     ):

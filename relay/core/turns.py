@@ -101,6 +101,9 @@ class TurnContext:
     refused: tuple[Refusal, ...] = ()
     #: A JSON Schema for the whole result, keyed by todo id (``relay start --schema``).
     result_schema: dict[str, Any] | None = None
+    #: What is known of the contact (an import's columns: name, order, ...).
+    contact_fields: dict[str, Any] = field(default_factory=dict)
+    campaign: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -69,6 +69,7 @@ _CONTEXT_INSTANCE = (
     Instance.follow_up_count,
     Instance.max_followups,
     Instance.result_schema,
+    Instance.campaign,
 )
 
 REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
@@ -280,7 +281,7 @@ class TurnRunner:
             instances = [
                 row
                 for row in session.execute(
-                    select(*_CONTEXT_INSTANCE, Contact.address)
+                    select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
                     .join(Contact, Contact.id == Instance.contact_id)
                     .where(Instance.id.in_(list(versions)))
                 )
@@ -312,6 +313,8 @@ class TurnRunner:
                     max_followups=row.max_followups,
                     now=now,
                     result_schema=row.result_schema,
+                    contact_fields=dict(row.fields or {}),
+                    campaign=row.campaign,
                 )
                 found[row.id] = (context, row.agent, row.turn_attempts)
             return found

@@ -96,6 +96,10 @@ class InstanceView:
     first_turn_note: str | None = None
     #: What the program that started it attached (``--meta``), unchanged.
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Why it is where it is: a failure or end reason, else the latest transition's
+    #: reason (why it waits on a human, was paused or is queued).
+    reason: str | None = None
+    campaign: str | None = None
 
     @property
     def missing_answers(self) -> tuple[int, ...]:
@@ -134,6 +138,7 @@ class InstanceView:
             ended_at=instance.ended_at,
             subject=instance.subject,
             meta=dict(instance.meta or {}),
+            campaign=instance.campaign,
             **extra,
         )
 
@@ -163,6 +168,8 @@ class InstanceView:
             "meta": self.meta,
             "missing_answers": list(self.missing_answers),
             "result_incomplete": self.result_incomplete,
+            "reason": self.reason,
+            "campaign": self.campaign,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),
@@ -302,12 +309,14 @@ class ContactView:
     live_instance: str | None
     queued: tuple[str, ...]
     unrouted: tuple[MessageView, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "contact": self.address,
             "kind": self.kind,
             "timezone": self.timezone,
+            "fields": self.fields,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
             "live_instance": self.live_instance,
@@ -451,4 +460,147 @@ class ResultView:
             "todos": [t.to_json() for t in self.todos],
             "meta": self.meta,
             "ended_at": isoformat(self.ended_at),
+        }
+
+
+def why(instance: Instance, latest_reason: str | None) -> str | None:
+    """The reason shown with an instance's state (see :attr:`InstanceView.reason`)."""
+    if instance.failure_reason == "cancelled" and latest_reason:
+        return f"cancelled: {latest_reason}"
+    if instance.failure_reason:
+        return instance.failure_reason
+    return latest_reason or instance.end_reason
+
+
+@dataclass(frozen=True)
+class ContactRow:
+    """One line of ``relay contact list``."""
+
+    address: str
+    kind: str
+    name: str | None
+    timezone: str | None
+    fields: dict[str, Any]
+    opted_out_at: datetime | None
+    undeliverable_at: datetime | None
+    live_instance: str | None
+    queued: int
+    conversations: int
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "contact": self.address,
+            "kind": self.kind,
+            "name": self.name,
+            "timezone": self.timezone,
+            "fields": self.fields,
+            "opted_out": self.opted_out_at is not None,
+            "undeliverable": self.undeliverable_at is not None,
+            "live_instance": self.live_instance,
+            "queued": self.queued,
+            "conversations": self.conversations,
+            "created_at": isoformat(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    """Inbound no conversation took: ``unrouted`` (no conversation matched),
+    ``late`` (its conversation had ended) or ``rejected`` (no usable sender)."""
+
+    kind: str
+    id: int
+    at: datetime
+    channel: str | None
+    sender: str
+    text: str
+    instance_id: str | None = None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "at": isoformat(self.at),
+            "channel": self.channel,
+            "sender": self.sender,
+            "text": self.text,
+            "instance_id": self.instance_id,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class StatsView:
+    """``relay stats``: the funnel of the chosen conversations."""
+
+    campaign: str | None
+    since: datetime | None
+    started: int
+    delivered: int
+    replied: int
+    outcomes: dict[str, int]
+    median_first_reply_seconds: float | None
+    followups: int
+    failed_deliveries: tuple[tuple[str, int], ...]
+
+    @property
+    def reply_rate(self) -> float | None:
+        """Replies per conversation whose first message was delivered."""
+        return self.replied / self.delivered if self.delivered else None
+
+    @property
+    def followups_per_reply(self) -> float | None:
+        return self.followups / self.replied if self.replied else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "campaign": self.campaign,
+            "since": isoformat(self.since),
+            "started": self.started,
+            "delivered": self.delivered,
+            "replied": self.replied,
+            "outcomes": self.outcomes,
+            "reply_rate": self.reply_rate,
+            "median_first_reply_seconds": self.median_first_reply_seconds,
+            "followups": self.followups,
+            "followups_per_reply": self.followups_per_reply,
+            "failed_deliveries": [
+                {"reason": reason, "count": count} for reason, count in self.failed_deliveries
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class WatchRow:
+    """One line of ``relay watch``."""
+
+    id: str
+    contact: str
+    state: str
+    previous_state: str | None
+    objective: str
+    campaign: str | None
+    updated_at: datetime
+    next_heartbeat_at: datetime | None
+    queue_depth: int
+    last_message: str | None = None
+    last_direction: str | None = None
+    last_message_at: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "contact": self.contact,
+            "state": self.state,
+            "previous_state": self.previous_state,
+            "objective": self.objective,
+            "campaign": self.campaign,
+            "updated_at": isoformat(self.updated_at),
+            "next_heartbeat_at": isoformat(self.next_heartbeat_at),
+            "queue_depth": self.queue_depth,
+            "last_message": self.last_message,
+            "last_direction": self.last_direction,
+            "last_message_at": isoformat(self.last_message_at),
         }

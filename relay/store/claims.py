@@ -96,9 +96,7 @@ def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message
 def _undelivered(instance_id: Any) -> Any:
     """Outbound of the instance not yet in the contact's hands (queued, sending)."""
     pending = aliased(Message)
-    return exists().where(
-        pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING)
-    )
+    return exists().where(pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING))
 
 
 def _heartbeat_due(cutoff: datetime) -> list[Any]:

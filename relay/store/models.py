@@ -34,6 +34,7 @@ NAMING = {
 
 # Referenced by name when a unique violation becomes a domain error.
 CONTACT_SLOT_INDEX = "uq_instances_contact_slot"
+IMPORT_KEY_INDEX = "uq_instances_import_key"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,6 +79,9 @@ class Contact(Base):
     undeliverable_reason: Mapped[str | None] = mapped_column(Text)
     # When the contact last wrote (WhatsApp's 24-hour session window hangs on it).
     last_inbound_at: Mapped[datetime | None]
+    # What an import (a CSV's columns) told about the contact: name, custom
+    # columns; filled into templates and shown to the agent.
+    fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -126,9 +130,14 @@ class Instance(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     ended_at: Mapped[datetime | None]
+    # A tag grouping conversations (``relay import --campaign``, ``relay start --campaign``).
+    campaign: Mapped[str | None] = mapped_column(String(128), index=True)
+    # One row of one import: re-running the import starts nothing twice.
+    import_key: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
+        Index(IMPORT_KEY_INDEX, "import_key", unique=True),
         Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
     )
 

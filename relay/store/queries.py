@@ -441,3 +441,18 @@ def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Me
     if not message_ids:
         return {}
     return {m.id: m for m in session.scalars(select(Message).where(Message.id.in_(message_ids)))}
+
+
+def latest_reasons(session: Session, instance_ids: Sequence[str]) -> dict[str, str]:
+    """Each instance's latest transition reason (why it is where it is), one query."""
+    if not instance_ids:
+        return {}
+    latest = (
+        select(func.max(Transition.id))
+        .where(Transition.instance_id.in_(instance_ids))
+        .group_by(Transition.instance_id)
+    )
+    rows = session.execute(
+        select(Transition.instance_id, Transition.reason).where(Transition.id.in_(latest))
+    )
+    return {instance_id: reason for instance_id, reason in rows if reason}
