@@ -228,7 +228,7 @@ def list_(
 ) -> None:
     """List instances, newest first."""
     relay = state.relay()
-    views = relay.list(state=state_filter, contact=contact, limit=limit, campaign=campaign)
+    views = relay.instances(state=state_filter, contact=contact, limit=limit, campaign=campaign)
     if json_out:
         data = [v.to_json() for v in views]
         if results:

@@ -47,7 +47,7 @@ class RelayGroup(TyperGroup):
     sees exactly what a user sees.
     """
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         # Everything relay writes (database, logs, console files, PID file) names
         # contacts or holds their words: owner-only, whatever the caller's umask.
         umask = os.umask(0o077)

@@ -194,7 +194,8 @@ class Dispatcher:
         messages = [o for o, _ in run]
         result, failure = _attempt(lambda: send_many(messages))
         if result is not None and len(result) != len(messages):
-            result, failure = None, Failure(f"send_many returned {len(result)} ids", True)
+            failure = Failure(f"send_many returned {len(result)} ids", True)
+            result = None
         if result is None:
             for failed in messages:
                 attempt = claimed[failed.message_id]

@@ -75,7 +75,7 @@ class NewConversation:
     address: str
     objective: str
     todos: tuple[str, ...]
-    subject: str
+    subject: str | None
     heartbeat: timedelta
     max_followups: int
     channel: str
@@ -419,7 +419,7 @@ class Relay:
         with self.store.read_transaction() as session:
             return self._view(session, queries.resolve_instance(session, instance_id))
 
-    def list(
+    def instances(
         self,
         *,
         state: str | None = None,
@@ -453,7 +453,9 @@ class Relay:
     def transcript(self, instance_id: str) -> list[MessageView]:
         with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
-            address = session.get(Contact, instance.contact_id).address  # type: ignore[union-attr]
+            person = session.get(Contact, instance.contact_id)
+            assert person is not None  # a foreign key: every instance has its contact
+            address = person.address
             return [
                 MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)
             ]

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
 from relay.engine import events
 from relay.store import claims, queries
-from relay.store.models import Instance, Transition
+from relay.store.models import Instance, Transition, table_of
 
 SYSTEM = "relay"
 
@@ -159,7 +159,7 @@ def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert the transition-log rows collected by ``apply_event(..., log_rows=...)``,
     in the caller's transaction (so each still commits with its state change)."""
     if rows:
-        session.execute(insert(Transition.__table__), rows)
+        session.execute(insert(table_of(Transition)), rows)
         rows.clear()
 
 

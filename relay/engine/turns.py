@@ -39,7 +39,7 @@ from relay.engine.backends import agent_settings
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
-from relay.store.models import Contact, Instance, Message, Todo
+from relay.store.models import Contact, Instance, Message, Todo, table_of
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -354,7 +354,7 @@ class TurnRunner:
                     for item in items
                 ]
                 if loaded.messages:
-                    session.execute(insert(Message.__table__), loaded.messages)
+                    session.execute(insert(table_of(Message)), loaded.messages)
                     events.record_outbound(session, loaded.messages, self.relay.now())
                 transitions.write_log(session, loaded.log_rows)
                 return outcomes

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, aliased
 from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
+from relay.store.database import affected
 from relay.store.models import Instance, Message
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
@@ -179,16 +180,20 @@ def release_claims_of(session: Session, owners: list[str], now: datetime) -> tup
     dead) due at once instead of when their leases run out; (turns, messages)."""
     if not owners:
         return 0, 0
-    turns = session.execute(
-        update(Instance)
-        .where(Instance.lease_owner.in_(owners))
-        .values(lease_owner=None, lease_expires_at=None)
-    ).rowcount
-    messages = session.execute(
-        update(Message)
-        .where(Message.lease_owner.in_(owners), Message.status == MessageStatus.SENDING.value)
-        .values(next_attempt_at=now)
-    ).rowcount
+    turns = affected(
+        session.execute(
+            update(Instance)
+            .where(Instance.lease_owner.in_(owners))
+            .values(lease_owner=None, lease_expires_at=None)
+        )
+    )
+    messages = affected(
+        session.execute(
+            update(Message)
+            .where(Message.lease_owner.in_(owners), Message.status == MessageStatus.SENDING.value)
+            .values(next_attempt_at=now)
+        )
+    )
     return int(turns or 0), int(messages or 0)
 
 

@@ -184,3 +184,9 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def affected(result: Any) -> int:
+    """Rows an UPDATE or DELETE touched (``rowcount`` is on the cursor result, which
+    SQLAlchemy's types do not promise for ``Session.execute``)."""
+    return int(getattr(result, "rowcount", 0) or 0)

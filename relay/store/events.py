@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import event, insert, select, text
 from sqlalchemy.orm import Session
 
-from relay.store.models import EventRow, Instance
+from relay.store.models import EventRow, Instance, table_of
 
 _PENDING = "relay_events"
 #: The advisory-lock key that orders event commits on PostgreSQL ("relay" in ASCII).
@@ -45,7 +45,7 @@ def _flush(session: Session) -> None:
     session.flush()
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ORDER_LOCK})
-    session.execute(insert(EventRow.__table__), rows)
+    session.execute(insert(table_of(EventRow)), rows)
 
 
 def _drop(session: Session, *_: Any) -> None:

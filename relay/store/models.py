@@ -7,7 +7,7 @@ test compares the schema the migrations build with these models.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -294,3 +295,8 @@ class Daemon(Base):
     started_at: Mapped[datetime]
     last_pulse_at: Mapped[datetime | None]
     stopped_at: Mapped[datetime | None]
+
+
+def table_of(model: type[Base]) -> Table:
+    """A model's table, for Core statements (bulk inserts of plain dicts)."""
+    return cast(Table, model.__table__)

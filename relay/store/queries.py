@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, exists, func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
@@ -175,7 +175,7 @@ CONTEXT_COLUMNS = (
 
 def transcripts_for(
     session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
-) -> dict[str, list[Row[Any]]]:
+) -> dict[str, list[Any]]:
     """:func:`transcript_of` with ``limit`` for several instances at once, as read-only
     rows of :data:`CONTEXT_COLUMNS`."""
     query = select(
@@ -188,7 +188,7 @@ def transcripts_for(
         query = query.where(Message.status.not_in(UNDELIVERABLE))
     ranked = query.subquery()
     columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(*columns).where(ranked.c.recent <= limit).order_by(ranked.c.id)
     ):
@@ -196,9 +196,9 @@ def transcripts_for(
     return found
 
 
-def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
     """:func:`unprocessed_inbound_for` as read-only rows of :data:`CONTEXT_COLUMNS`."""
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(*CONTEXT_COLUMNS)
         .where(
@@ -210,10 +210,10 @@ def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str,
     return found
 
 
-def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
     """:func:`todos_for` as read-only rows (instance_id, position, text, status, and
     the answer wanted and recorded)."""
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(
             Todo.instance_id,
@@ -247,7 +247,7 @@ def unprocessed_inbound_for(
     return found
 
 
-def count_by(session: Session, column: object, *where: object) -> dict[str, int]:
+def count_by(session: Session, column: Any, *where: Any) -> dict[str, int]:
     rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
     return {str(key): int(count) for key, count in rows}
 
@@ -361,7 +361,7 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
         )
         .order_by(Message.id)
     ):
-        found[instance_id].append(provider_id)
+        found[str(instance_id)].append(str(provider_id))
     return {key: tuple(ids) for key, ids in found.items()}
 
 

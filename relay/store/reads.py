@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, case, func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State
@@ -18,7 +18,7 @@ from relay.store.models import Contact, InboundReject, Instance, Message
 LATE_NOTE = "after the conversation ended"
 
 
-def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[Row[Any]]:
+def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[Any]:
     """Contacts newest first with their conversation counts (one statement)."""
     counts = select(
         Instance.contact_id,
@@ -43,7 +43,7 @@ def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[
     return list(session.execute(query.order_by(Contact.id.desc()).limit(limit)).all())
 
 
-def unrouted_inbound(session: Session, limit: int) -> list[Row[Any]]:
+def unrouted_inbound(session: Session, limit: int) -> list[Any]:
     """Inbound that reached no conversation, newest first, with the sender."""
     return list(
         session.execute(
@@ -56,7 +56,7 @@ def unrouted_inbound(session: Session, limit: int) -> list[Row[Any]]:
     )
 
 
-def late_inbound(session: Session, limit: int) -> list[Row[Any]]:
+def late_inbound(session: Session, limit: int) -> list[Any]:
     """Inbound that arrived after its conversation ended, newest first."""
     return list(
         session.execute(
@@ -87,7 +87,7 @@ def watch_rows(
     contact_id: int | None,
     campaign: str | None,
     limit: int,
-) -> list[Row[Any]]:
+) -> list[Any]:
     """``relay watch``'s conversations: needs-human first, then the most recently
     changed, each with its contact's queue depth (one statement)."""
     depth = (
@@ -141,7 +141,7 @@ def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str,
     }
 
 
-def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Row[Any]]:
+def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Any]:
     """Lock many contacts at once (in id order, so two imports cannot deadlock) and
     read what decides whether they may be written to: the many-row form of
     :func:`relay.store.queries.lock_contact`."""
