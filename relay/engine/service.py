@@ -478,8 +478,12 @@ class Relay:
     def status(self) -> StatusView:
         with self.store.read_transaction() as session:
             states = queries.count_by(session, Instance.state)
+            # Only the statuses shown (an index range, not every message ever sent).
             outbound = queries.count_by(
-                session, Message.status, Message.direction == Direction.OUTBOUND.value
+                session,
+                Message.status,
+                Message.direction == Direction.OUTBOUND.value,
+                Message.status.in_(STATUS_COUNTED),
             )
             unrouted = session.scalar(
                 select(func.count())
@@ -524,6 +528,14 @@ class Relay:
             last_daemon_seen=last_seen,
             warnings=tuple(warnings),
         )
+
+
+#: The outbound statuses ``relay status`` reports (pending and failed).
+STATUS_COUNTED = (
+    MessageStatus.QUEUED.value,
+    MessageStatus.SENDING.value,
+    MessageStatus.FAILED.value,
+)
 
 
 def queue_outbound(
