@@ -815,8 +815,12 @@ class Relay:
     def status(self) -> StatusView:
         with self.store.read_transaction() as session:
             states = queries.count_by(session, Instance.state)
+            # Only the statuses shown (an index range, not every message ever sent).
             outbound = queries.count_by(
-                session, Message.status, Message.direction == Direction.OUTBOUND.value
+                session,
+                Message.status,
+                Message.direction == Direction.OUTBOUND.value,
+                Message.status.in_(STATUS_COUNTED),
             )
             unrouted = session.scalar(
                 select(func.count())
@@ -878,6 +882,14 @@ def _watch_row(instance: Instance, address: str, depth: int, last: Message | Non
         last_direction=last.direction if last else None,
         last_message_at=last.created_at if last else None,
     )
+
+
+#: The outbound statuses ``relay status`` reports (pending and failed).
+STATUS_COUNTED = (
+    MessageStatus.QUEUED.value,
+    MessageStatus.SENDING.value,
+    MessageStatus.FAILED.value,
+)
 
 
 def queue_outbound(

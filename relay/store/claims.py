@@ -229,10 +229,17 @@ def sent_since(session: Session, channel: str, since: datetime) -> tuple[int, da
 def next_due(session: Session, now: datetime) -> datetime | None:
     """The earliest moment any work falls due (for bringing the daemon's pulse forward)."""
     candidates = [
+        # The first in index order (state, next_heartbeat_at), not a min() over
+        # every waiting instance.
         session.scalar(
-            select(func.min(Instance.next_heartbeat_at)).where(
-                Instance.state == State.WAITING_FOR_REPLY.value, ~_undelivered(Instance.id)
+            select(Instance.next_heartbeat_at)
+            .where(
+                Instance.state == State.WAITING_FOR_REPLY.value,
+                Instance.next_heartbeat_at.is_not(None),
+                ~_undelivered(Instance.id),
             )
+            .order_by(Instance.next_heartbeat_at)
+            .limit(1)
         ),
         session.scalar(
             select(func.min(Message.next_attempt_at)).where(Message.status.in_(OUTBOX_PENDING))

@@ -140,6 +140,8 @@ class Instance(Base):
         Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
         Index(IMPORT_KEY_INDEX, "import_key", unique=True),
         Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
+        # Due heartbeats (and the daemon's next_due), earliest first (issue 12).
+        Index("ix_instances_state_next_heartbeat_at_seq", "state", "next_heartbeat_at", "seq"),
     )
 
 
@@ -209,6 +211,8 @@ class Message(Base):
         Index("ix_messages_status_next_attempt_at", "status", "next_attempt_at"),
         Index("ix_messages_channel_sent_at", "channel", "sent_at"),
         Index("ix_messages_channel_provider_message_id", "channel", "provider_message_id"),
+        # `relay status`: outbound by status, unread inbound (issue 12).
+        Index("ix_messages_direction_status", "direction", "status"),
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
@@ -38,23 +38,51 @@ def is_slot_violation(exc: IntegrityError) -> bool:
 
 
 def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> Instance:
-    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error."""
+    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error.
+
+    An exact id is one unique-index lookup; a prefix is a range on the same index
+    (``id >= prefix AND id < next``), never a ``LIKE`` that scans the table.
+    """
     cleaned = prefix.strip().lower()
     if not cleaned:
         raise NotFound("no instance id given")
-    escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    query = select(Instance).where(Instance.id.like(escaped + "%", escape="\\")).limit(2)
-    if lock:
-        query = query.with_for_update()
-    found = session.scalars(query).all()
+    exact = session.scalar(_locked(select(Instance).where(Instance.id == cleaned), lock))
+    if exact is not None:
+        return exact
+    query = select(Instance).where(_prefix_condition(cleaned))
+    found = session.scalars(_locked(query.order_by(Instance.id).limit(2), lock)).all()
+    found = [i for i in found if i.id.startswith(cleaned)]
     if not found:
         raise NotFound(f"no instance matches {prefix!r}")
     if len(found) > 1:
-        exact = [i for i in found if i.id == cleaned]
-        if exact:
-            return exact[0]
         raise Ambiguous(f"instance id {prefix!r} is ambiguous; type more characters")
     return found[0]
+
+
+def _locked(query: Any, lock: bool) -> Any:
+    return query.with_for_update() if lock else query
+
+
+#: Characters an instance id may hold, in the order every collation sorts them.
+_ID_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _prefix_condition(prefix: str) -> Any:
+    """``id`` starts with ``prefix``, as a range the unique index answers.
+
+    Ids are lower-case letters and digits, which binary (SQLite) and linguistic
+    (PostgreSQL's default) collations order alike, so the upper bound is the prefix
+    with its last character moved one up that alphabet. Anything else falls back
+    to ``LIKE`` (nothing relay made can match it).
+    """
+    if not all(ch in _ID_CHARS for ch in prefix):
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return Instance.id.like(escaped + "%", escape="\\")
+    stem = prefix.rstrip(_ID_CHARS[-1])
+    if not stem:
+        return Instance.id >= prefix
+    upper = stem[:-1] + _ID_CHARS[_ID_CHARS.index(stem[-1]) + 1]
+    return and_(Instance.id >= prefix, Instance.id < upper)
 
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
