@@ -20,7 +20,6 @@ flags); views are frozen dataclasses with ``to_json()``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -76,10 +75,6 @@ __all__ = [
     "load_config",
 ]
 
-#: Delivery states of a first message, worst first: what ``start`` reports.
-_WORST_FIRST = ("failed", "blocked", "queued", "sending")
-
-
 class Relay(service.Relay):
     """Conversation commands over one store, with an injectable clock.
 
@@ -130,28 +125,7 @@ class Relay(service.Relay):
         or did not (``failed``, ``blocked``); both are None when no first turn ran
         (deferred, queued behind another conversation, held for the window).
         """
-        view = super().start(contact, objective, todos, **options)
-        if defer or view.state != "CREATED":
-            return view
-        from relay.engine.pulse import start_now
-
-        try:
-            outcome = start_now(self, view.id)
-        except Exception as exc:  # the conversation exists; the daemon will run the turn
-            note = f"the first turn did not run now ({exc}); the daemon or run_due will run it"
-            return replace(self.get(view.id), first_turn_note=note)
-        view = self.get(view.id)
-        if outcome is None or not outcome.messages:
-            return replace(view, first_turn_note=outcome.note if outcome else None)
-        outbound = [m for m in self.transcript(view.id) if m.direction == "outbound"]
-        status = next((s for s in _WORST_FIRST if s in {m.status for m in outbound}), "sent")
-        errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
-        return replace(
-            view,
-            first_message="\n".join(outcome.messages),
-            first_message_status="queued" if status == "sending" else status,
-            first_turn_note="; ".join(n for n in (outcome.note, errors) if n) or None,
-        )
+        return super().start(contact, objective, todos, defer=defer, **options)
 
     def run_due(self, *, poll: bool = True, owner: str | None = None) -> PulseReport:
         """Do all work that is due now, once: poll channels, fire heartbeats, run

@@ -103,7 +103,7 @@ def test_the_same_person_written_two_ways_is_one_contact(relay_api: Any) -> None
         (PHONE, "obj", [""], {}, "todo"),
         (PHONE, "obj", ["t"], {"heartbeat": "soon"}, "duration"),
         (PHONE, "obj", ["t"], {"heartbeat": "0s"}, "duration"),
-        (PHONE, "obj", ["t"], {"max_followups": -1}, "max-followups"),
+        (PHONE, "obj", ["t"], {"max_followups": -1}, "max_followups"),
     ],
 )
 def test_start_refuses_bad_input_and_writes_nothing(

@@ -56,12 +56,9 @@ def _conversation_tools(server: MCPServer, relay: Relay) -> None:
             max_followups=max_followups,
             channel=channel,
             agent=agent,
+            defer=not run_first_turn,
         )
-        if run_first_turn:
-            from relay.engine.pulse import start_now
-
-            start_now(relay, view.id, owner="mcp")
-        return versioned(relay.get(view.id).to_json())
+        return versioned(view.to_json())
 
     @server.tool()
     def status() -> dict[str, Any]:

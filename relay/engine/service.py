@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from relay.engine.campaigns import ImportReport
 
 OPERATOR = "operator"
+#: Delivery states of a first message, worst first: what ``start`` reports.
+_WORST_FIRST = ("failed", "blocked", "queued", "sending")
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
 
@@ -162,6 +164,7 @@ class Relay:
         meta: Mapping[str, Any] | None = None,
         result_schema: Mapping[str, Any] | None = None,
         campaign: str | None = None,
+        defer: bool = True,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one.
 
@@ -191,7 +194,33 @@ class Relay:
         self._check_backends(spec.channel, spec.agent, spec.window, spec.address)
         with self.store.transaction() as session:
             instance = self.create(session, spec, self.now(), actor)
-            return self._view(session, instance)
+            view = self._view(session, instance)
+        if defer or view.state != State.CREATED.value:
+            return view
+        return self._first_turn(view)
+
+    def _first_turn(self, view: InstanceView) -> InstanceView:
+        """Run the first turn now and say what became of its message; the
+        conversation exists whatever happens here (the daemon runs it otherwise)."""
+        from relay.engine.pulse import start_now
+
+        try:
+            outcome = start_now(self, view.id)
+        except Exception as exc:
+            note = f"the first turn did not run now ({exc}); the daemon or run_due will run it"
+            return replace(self.get(view.id), first_turn_note=note)
+        view = self.get(view.id)
+        if outcome is None or not outcome.messages:
+            return replace(view, first_turn_note=outcome.note if outcome else None)
+        outbound = [m for m in self.transcript(view.id) if m.direction == "outbound"]
+        status = next((s for s in _WORST_FIRST if s in {m.status for m in outbound}), "sent")
+        errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
+        return replace(
+            view,
+            first_message="\n".join(outcome.messages),
+            first_message_status="queued" if status == "sending" else status,
+            first_turn_note="; ".join(n for n in (outcome.note, errors) if n) or None,
+        )
 
     def prepare(
         self,
