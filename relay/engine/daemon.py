@@ -40,11 +40,13 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from relay.core.durations import parse_duration
 from relay.engine import retention
+from relay.engine.process import pid_alive
 from relay.engine.pulse import Pulse, PulseReport
 from relay.store import claims
 from relay.store.models import Daemon
@@ -91,12 +93,35 @@ class DaemonRunner:
                     last_pulse_at=now,
                 )
             )
+            self._reclaim_dead(session, now)
         log.info(
             "daemon %s started (pulse %ss, poll %ss)",
             self.ident,
             self.pulse_every.total_seconds(),
             self.poll_every.total_seconds(),
         )
+
+    def _reclaim_dead(self, session: Session, now: datetime) -> None:
+        """Take back at once the turns and deliveries of daemons on this host that died
+        without stopping (SIGKILL, a crash, a power cut): their leases would otherwise
+        hold that work for minutes (``turns.lease``, the 2-minute send lease). A
+        daemon is dead when no process has its pid any more; a pid reused by another
+        process keeps its claims until their leases run out, which is only slower."""
+        host = socket.gethostname()
+        rows = session.execute(
+            select(Daemon.id, Daemon.pid).where(
+                Daemon.stopped_at.is_(None), Daemon.host == host, Daemon.id != self.ident
+            )
+        ).all()
+        dead = [r.id for r in rows if r.pid == os.getpid() or not pid_alive(r.pid)]
+        turns, messages = claims.release_claims_of(session, dead, now)
+        if turns or messages:
+            log.info(
+                "took back %s turn(s) and %s delivery(ies) from %s dead daemon(s)",
+                turns,
+                messages,
+                len(dead),
+            )
 
     def unregister(self) -> None:
         try:

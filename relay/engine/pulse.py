@@ -87,7 +87,7 @@ class Pulse:
         self.owner = owner
         self.turns = TurnRunner(relay, owner)
         self.channels = Channels(relay)
-        self.dispatcher = Dispatcher(relay, self.channels)
+        self.dispatcher = Dispatcher(relay, self.channels, owner)
         self.batch = max(1, int(relay.config.get("daemon.batch") or 500))
 
     def run(
