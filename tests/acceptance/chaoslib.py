@@ -55,6 +55,7 @@ from relay.store.models import ChannelCursor, Instance, Message, Transition
 ANSWERS = ("Thursday works", "Morning, please", "Yes, that address is right", "Friday after 3")
 TODOS = ("Which day suits you?", "Morning or afternoon?", "Is 12 Harbour Street right?")
 TERMINAL = frozenset(s.value for s in State if s.terminal)
+LIVE = frozenset(s.value for s in State if not s.terminal)
 #: States in which an instance waits for nothing relay does (a person, a resume, a slot).
 RESTING = frozenset({"PAUSED", "NEEDS_HUMAN_INTERVENTION", "QUEUED"}) | TERMINAL
 FIGURES = (
@@ -276,6 +277,8 @@ class Chaos:
         self.random = random.Random(settings.seed)
         self.contacts = [f"+1555770{n:04d}" for n in range(settings.contacts)]
         self.stop_work = threading.Event()
+        #: The last state each conversation was seen in (from the commands' answers).
+        self.seen: dict[str, str] = {}
         self.store = Store(make_engine(url))
 
     def run(self) -> ChaosResult:
@@ -355,7 +358,7 @@ class Chaos:
             (self._resume, 9),
             (self._cancel, 7),
             (self._send, 7),
-            (self._read, 4),
+            (self._read, 8),
         ]
         if self.settings.ticks:
             actions.append((self._tick, 4))
@@ -394,8 +397,10 @@ class Chaos:
             args.append("--defer")
         code, out = self.cli(*args)
         if code == 0:
+            view = json.loads(out)
             with self.log.lock:
-                self.log.started.append(json.loads(out)["id"])
+                self.log.started.append(view["id"])
+                self.seen[view["id"]] = view["state"]
 
     def _contact(self, rng: random.Random) -> None:
         """The contacts: replies arrive all the time (a cheap write, no process)."""
@@ -418,37 +423,46 @@ class Chaos:
             append_line(self.inbox, record)
             self.log.inbox.append(record)
 
-    def _known(self, rng: random.Random) -> str | None:
+    def _known(self, rng: random.Random, states: frozenset[str] | None = None) -> str | None:
+        """A recent conversation, preferably in one of ``states`` as last seen."""
         with self.log.lock:
-            recent = self.log.started[-12:]
-        return rng.choice(recent) if recent else None
+            recent = self.log.started[-15:]
+            fitting = [i for i in recent if states is None or self.seen.get(i) in states]
+        pool = fitting if fitting and rng.random() < 0.85 else recent
+        return rng.choice(pool) if pool else None
 
-    def _verb(self, rng: random.Random, verb: str, *extra: str) -> None:
-        instance_id = self._known(rng)
+    def _verb(self, rng: random.Random, verb: str, states: frozenset[str], *extra: str) -> None:
+        instance_id = self._known(rng, states)
         if instance_id is None:
             return
         code, out = self.cli(verb, instance_id, *extra, "--json")
         data = json.loads(out) if code == 0 and out.strip() else None
         with self.log.lock:
             self.log.acks.append(Ack(verb, instance_id, code, data, datetime.now(UTC)))
+            if data is not None and "state" in data:
+                self.seen[instance_id] = data["state"]
 
     def _pause(self, rng: random.Random) -> None:
-        self._verb(rng, "pause")
+        self._verb(rng, "pause", LIVE - {"PAUSED"})
 
     def _resume(self, rng: random.Random) -> None:
-        self._verb(rng, "resume")
+        self._verb(rng, "resume", frozenset({"PAUSED", "NEEDS_HUMAN_INTERVENTION"}))
 
     def _cancel(self, rng: random.Random) -> None:
-        self._verb(rng, "cancel")
+        self._verb(rng, "cancel", LIVE)
 
     def _send(self, rng: random.Random) -> None:
-        self._verb(rng, "send", "Hi, this is Ana from the depot")
+        self._verb(rng, "send", LIVE - {"QUEUED", "PAUSED"}, "Hi, this is Ana from the depot")
 
     def _tick(self, rng: random.Random) -> None:
         self.cli("tick", "--json")
 
     def _read(self, rng: random.Random) -> None:
-        self.cli(rng.choice(["status", "list"]), "--json")
+        code, out = self.cli("list", "--limit", "30", "--json")
+        if code == 0:
+            with self.log.lock:
+                self.seen.update((view["id"], view["state"]) for view in json.loads(out))
+        self.cli("status", "--json")
 
     # -- settling -------------------------------------------------------------------------
 
