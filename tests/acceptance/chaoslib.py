@@ -50,7 +50,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import State
 from relay.store import claims
 from relay.store.database import Store, make_engine
-from relay.store.models import ChannelCursor, Instance, Message, Transition
+from relay.store.models import ChannelCursor, Contact, Instance, Message, Transition
 
 ANSWERS = ("Thursday works", "Morning, please", "Yes, that address is right", "Friday after 3")
 TODOS = ("Which day suits you?", "Morning or afternoon?", "Is 12 Harbour Street right?")
@@ -87,6 +87,9 @@ class ChaosSettings:
     poll: str = "1s"
     #: ``relay tick`` among the commands (it claims turns and polls like a daemon).
     ticks: bool = True
+    #: Conversations started per contact before the work begins (through the Python
+    #: API, cheaply), so queues and turns are there from the first second.
+    seed_per_contact: int = 2
 
 
 @dataclass
@@ -290,6 +293,7 @@ class Chaos:
         for daemon in self.daemons:
             daemon.start()
         try:
+            self._seed_conversations()
             self._wait_ready()
             self._work()
             settled = self._settle()
@@ -307,6 +311,21 @@ class Chaos:
             f"{mean:.1f}s each on average"
         )
         return ChaosResult(self.settings, figures, problems, settled, time.monotonic() - began)
+
+    def _seed_conversations(self) -> None:
+        from relay.config import load_config
+        from relay.engine.service import Relay
+
+        relay = Relay(self.store, load_config(str(self.cli_config)))
+        rng = random.Random(self.settings.seed)
+        for _ in range(self.settings.seed_per_contact):
+            for contact in self.contacts:
+                todos = rng.sample(TODOS, rng.randint(1, 2))
+                view = relay.start(
+                    contact, "the delivery of order 1042", todos, max_followups=rng.randint(0, 2)
+                )
+                self.log.started.append(view.id)
+                self.seen[view.id] = view.state
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -403,12 +422,31 @@ class Chaos:
                 self.seen[view["id"]] = view["state"]
 
     def _contact(self, rng: random.Random) -> None:
-        """The contacts: replies arrive all the time (a cheap write, no process)."""
+        """The contacts: replies arrive all the time (a cheap write, no process),
+        mostly from contacts in a live conversation, as the store last showed."""
         while not self.stop_work.is_set():
-            self._reply(rng)
+            live = self._look()
+            self._reply(rng, live)
             self.stop_work.wait(rng.uniform(0.2, 1.0))
 
-    def _reply(self, rng: random.Random) -> None:
+    def _look(self) -> list[str]:
+        """Read the conversations' states (for choosing what to pause, resume, ...)
+        and the contacts who hold a live conversation; an observer's read only."""
+        try:
+            with self.store.transaction() as session:
+                rows = session.execute(
+                    select(Instance.id, Instance.state, Contact.address, Instance.contact_slot)
+                    .join(Contact, Contact.id == Instance.contact_id)
+                    .order_by(Instance.seq.desc())
+                    .limit(60)
+                ).all()
+        except Exception:  # a locked SQLite file: the last view will do
+            return []
+        with self.log.lock:
+            self.seen.update((row.id, row.state) for row in rows)
+        return sorted({row.address for row in rows if row.contact_slot is not None})
+
+    def _reply(self, rng: random.Random, live: list[str] | None = None) -> None:
         roll = rng.random()
         if roll < 0.06:
             text = "STOP"
@@ -418,7 +456,8 @@ class Chaos:
             text = "Can I talk to a human please"
         else:
             text = rng.choice(ANSWERS)
-        record = {"from": rng.choice(self.contacts), "text": text, "id": f"chaos-{uuid.uuid4()}"}
+        sender = rng.choice(live if live and rng.random() < 0.8 else self.contacts)
+        record = {"from": sender, "text": text, "id": f"chaos-{uuid.uuid4()}"}
         with self.log.lock:
             append_line(self.inbox, record)
             self.log.inbox.append(record)

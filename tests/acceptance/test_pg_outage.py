@@ -155,15 +155,7 @@ def test_the_daemon_rides_out_a_postgresql_outage_and_stores_every_line_once(
     shared.mkdir()
     config = write_config(tmp_path / "daemon", url, shared, ChaosSettings(seed=0, seconds=0))
     inbox, store = shared / "console-inbox.jsonl", Store(make_engine(url))
-    todos = [arg for n in range(30) for arg in ("-t", f"Question {n}?")]
-    started = subprocess.run(
-        relay_argv(config, "start", CONTACT, "-o", "the outage", *todos, "--heartbeat", "1h"),
-        env=relay_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert started.returncode == 0, started.stderr
+    _start_conversation(config)
     daemon, written = Daemon(config), []
     daemon.start()
     try:
@@ -202,6 +194,19 @@ def test_the_daemon_rides_out_a_postgresql_outage_and_stores_every_line_once(
     assert [k for k, n in keys.items() if n > 1] == []
     errors = [json.loads(line) for line in daemon.tail(200_000).splitlines() if '"error"' in line]
     assert errors, "the outage should have been logged"
+
+
+def _start_conversation(config: Path) -> None:
+    """A conversation with many todos, so every reply gets an answer."""
+    todos = [arg for n in range(30) for arg in ("-t", f"Question {n}?")]
+    started = subprocess.run(
+        relay_argv(config, "start", CONTACT, "-o", "the outage", *todos, "--heartbeat", "1h"),
+        env=relay_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert started.returncode == 0, started.stderr
 
 
 def _delivered_since(shared: Path, moment: datetime) -> bool:
