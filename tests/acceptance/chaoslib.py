@@ -112,7 +112,9 @@ class ChaosLog:
     started: list[str] = field(default_factory=list)
     kills: int = 0
     commands: Counter[str] = field(default_factory=Counter)
-    command_seconds: float = 0.0
+    #: Seconds spent per verb, and the last stderr line of commands that exited >= 2.
+    seconds: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -304,13 +306,19 @@ class Chaos:
         if any(code not in (0, None) for code in codes):
             problems.append(f"daemon exit codes after settling: {codes}")
         figures["kills"] = self.log.kills
-        figures["commands"] = commands = sum(self.log.commands.values())
-        mean = self.log.command_seconds / max(1, commands)
-        self.say(
-            f"commands (verb:exit code): {dict(sorted(self.log.commands.items()))}, "
-            f"{mean:.1f}s each on average"
-        )
+        figures["commands"] = sum(self.log.commands.values())
+        self._summary()
         return ChaosResult(self.settings, figures, problems, settled, time.monotonic() - began)
+
+    def _summary(self) -> None:
+        runs: Counter[str] = Counter()
+        for key, count in self.log.commands.items():
+            runs[key.split(":")[0]] += count
+        means = {verb: round(self.log.seconds[verb] / n, 1) for verb, n in sorted(runs.items())}
+        self.say(f"commands (verb:exit code): {dict(sorted(self.log.commands.items()))}")
+        self.say(f"mean seconds per command: {means}")
+        if self.log.errors:
+            self.say(f"errors (exit >= 2): {dict(self.log.errors.most_common(5))}")
 
     def _seed_conversations(self) -> None:
         from relay.config import load_config
@@ -398,12 +406,15 @@ class Chaos:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            code, out = -1, ""
+            code, out, err = -1, "", "timed out"
         else:
-            code, out = done.returncode, done.stdout
+            code, out, err = done.returncode, done.stdout, done.stderr
+        took = time.monotonic() - began
         with self.log.lock:
             self.log.commands[f"{args[0]}:{code}"] += 1
-            self.log.command_seconds += time.monotonic() - began
+            self.log.seconds[args[0]] += took
+            if code not in (0, 1):
+                self.log.errors[(err.strip().splitlines() or ["?"])[-1][:120]] += 1
         return code, out
 
     def _start(self, rng: random.Random) -> None:
@@ -448,11 +459,11 @@ class Chaos:
 
     def _reply(self, rng: random.Random, live: list[str] | None = None) -> None:
         roll = rng.random()
-        if roll < 0.06:
+        if roll < 0.03:
             text = "STOP"
-        elif roll < 0.10:
+        elif roll < 0.07:
             text = "START"
-        elif roll < 0.16:
+        elif roll < 0.13:
             text = "Can I talk to a human please"
         else:
             text = rng.choice(ANSWERS)
