@@ -38,7 +38,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, help="default: a random one, printed")
     parser.add_argument("--workers", type=int, default=3, help="concurrent CLI commands")
     parser.add_argument("--contacts", type=int, default=8)
-    parser.add_argument("--kill-every", type=float, nargs=2, default=(3.0, 8.0), metavar="S")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        nargs=2,
+        default=(5.0, 20.0),
+        metavar="S",
+        help="a kill every MIN to MAX seconds of a daemon's uptime",
+    )
     args = parser.parse_args()
     daemons = args.daemons or (1 if args.db == "sqlite" else 3)
     if args.db == "sqlite" and daemons != 1:

@@ -236,7 +236,7 @@ class Daemon:
             return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            return None
+            return -int(signal.SIGKILL)  # it did not stop gracefully in time
         finally:
             self._close()
 
@@ -328,7 +328,7 @@ class Chaos:
         rng = random.Random(self.settings.seed)
         for _ in range(self.settings.seed_per_contact):
             for contact in self.contacts:
-                todos = rng.sample(TODOS, rng.randint(1, 2))
+                todos = rng.sample(TODOS, rng.randint(1, 3))
                 view = relay.start(
                     contact, "the delivery of order 1042", todos, max_followups=rng.randint(0, 2)
                 )
@@ -418,7 +418,7 @@ class Chaos:
         return code, out
 
     def _start(self, rng: random.Random) -> None:
-        todos = rng.sample(TODOS, rng.randint(1, 2))
+        todos = rng.sample(TODOS, rng.randint(1, 3))
         args = ["start", rng.choice(self.contacts), "-o", "the delivery of order 1042"]
         for todo in todos:
             args += ["-t", todo]

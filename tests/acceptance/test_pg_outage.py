@@ -159,17 +159,17 @@ def test_the_daemon_rides_out_a_postgresql_outage_and_stores_every_line_once(
     daemon, written = Daemon(config), []
     daemon.start()
     try:
-        wait_until(daemon.ready, timeout=60)
+        wait_until(daemon.ready, timeout=120)
         for n in range(5):
             _reply(inbox, written, f"answer {n}")
-        wait_until(lambda: sum(_stored(store).values()) >= 5, timeout=30, every=0.2)
+        wait_until(lambda: sum(_stored(store).values()) >= 5, timeout=120, every=0.2)
 
         cluster.stop("fast")
         down = time.monotonic()
         for n in range(10):  # replies keep coming while the database is away
             _reply(inbox, written, f"answer during the outage {n}")
             time.sleep(0.4)
-        wait_until(lambda: b'"level": "error"' in daemon.log_path.read_bytes(), timeout=30)
+        wait_until(lambda: b'"level": "error"' in daemon.log_path.read_bytes(), timeout=60)
         assert daemon.alive, daemon.tail()
         outage = time.monotonic() - down
         cluster.start()
@@ -177,12 +177,10 @@ def test_the_daemon_rides_out_a_postgresql_outage_and_stores_every_line_once(
         for n in range(5):
             _reply(inbox, written, f"answer after the outage {n}")
 
-        wait_until(lambda: set(_stored(store)) >= set(written), timeout=60, every=0.2)
-        wait_until(lambda: _delivered_since(shared, back), timeout=60, every=0.2)
+        wait_until(lambda: set(_stored(store)) >= set(written), timeout=120, every=0.2)
+        wait_until(lambda: _delivered_since(shared, back), timeout=120, every=0.2)
+        wait_until(lambda: _pulsed_since(store, back), timeout=60, every=0.2)
         assert daemon.alive, daemon.tail()
-        with store.transaction() as session:
-            last_pulse = session.scalar(select(func.max(DaemonRow.last_pulse_at)))
-        assert last_pulse is not None and last_pulse >= back
     finally:
         code = daemon.stop()
         store.dispose()
@@ -207,6 +205,13 @@ def _start_conversation(config: Path) -> None:
         check=False,
     )
     assert started.returncode == 0, started.stderr
+
+
+def _pulsed_since(store: Store, moment: datetime) -> bool:
+    """The daemon has recorded a whole pulse since ``moment``."""
+    with store.transaction() as session:
+        last_pulse = session.scalar(select(func.max(DaemonRow.last_pulse_at)))
+    return last_pulse is not None and last_pulse >= moment
 
 
 def _delivered_since(shared: Path, moment: datetime) -> bool:
