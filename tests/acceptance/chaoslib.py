@@ -444,7 +444,7 @@ class Chaos:
         """Read the conversations' states (for choosing what to pause, resume, ...)
         and the contacts who hold a live conversation; an observer's read only."""
         try:
-            with self.store.transaction() as session:
+            with self.store.read_transaction() as session:
                 rows = session.execute(
                     select(Instance.id, Instance.state, Contact.address, Instance.contact_slot)
                     .join(Contact, Contact.id == Instance.contact_id)
@@ -533,7 +533,7 @@ class Chaos:
     def busy(self) -> list[str]:
         """What is still due or under way (empty: settled)."""
         now = datetime.now(UTC)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             due = claims.count_due(session, now)
             position = session.scalar(
                 select(ChannelCursor.position).where(ChannelCursor.channel == "console")
@@ -583,7 +583,7 @@ def check(chaos: Chaos) -> tuple[list[str], dict[str, int]]:
     deliveries = read_deliveries(chaos.outbox)
     problems: list[str] = []
     figures = {"deliveries": len(deliveries), "inbound": len(chaos.log.inbox)}
-    with chaos.store.transaction() as session:
+    with chaos.store.read_transaction() as session:
         figures["lost"] = _lost(session, chaos.log.inbox, problems)
         figures["duplicates"] = _duplicates(deliveries, problems)
         cancels, pauses = _after_acknowledged(session, deliveries, chaos.log.acks, problems)
