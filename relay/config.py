@@ -38,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "outbox.max_attempts": 5,
     "outbox.backoff": "30s",
     "optout.keywords": "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT",
-    "optout.optin_keywords": "START,UNSTOP",
+    "optout.optin_keywords": "START,UNSTOP,YES",
     "daemon.pulse": "1s",
     "daemon.poll": "30s",
     "daemon.batch": 500,
@@ -260,7 +260,7 @@ backoff = "30s"          # first retry delay, doubling each attempt
 
 [optout]
 keywords = "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT"
-optin_keywords = "START,UNSTOP"
+optin_keywords = "START,UNSTOP,YES"   # only from a contact who opted out
 
 [channels.console]
 # file = ".relay/console.jsonl"          # where "sent" messages are recorded

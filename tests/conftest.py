@@ -12,8 +12,9 @@ Databases
     PostgreSQL comes from ``RELAY_TEST_DATABASE_URL`` (for example
     ``postgresql://postgres@127.0.0.1:5432/test``). Without it the PostgreSQL
     cases are skipped, unless ``RELAY_REQUIRE_POSTGRES=1`` (as in CI), which
-    makes them fail instead. Each test gets a database of its own, copied from
-    a template migrated once per session, and dropped afterwards.
+    makes them fail instead. Each test process (pytest-xdist worker) gets one
+    database, copied from a template migrated once, and emptied with TRUNCATE
+    after every test.
 
 API and CLI
     ``clock``         a :class:`relay.testing.FakeClock`; move it, never sleep.
@@ -228,12 +229,76 @@ def db_url(
         shutil.copyfile(request.getfixturevalue("_sqlite_template"), target)
         yield f"sqlite:///{target}"
         return
-    server = _need_postgres(_pg_server)
-    name = server.migrated_copy()
+    _need_postgres(_pg_server)
+    worker: _WorkerDatabase = request.getfixturevalue("_pg_worker_database")
+    url = worker.url()
     try:
-        yield server.url_for(name)
+        yield url
     finally:
-        server.drop_later(name)
+        worker.reset()
+
+
+class _WorkerDatabase:
+    """One migrated PostgreSQL database per test process, emptied after each test.
+
+    ``TRUNCATE … RESTART IDENTITY`` takes milliseconds where ``CREATE DATABASE``
+    takes hundreds; with pytest-xdist each worker has its own database, so
+    tests never see each other's rows. Should emptying fail (a test left a lock
+    or changed the schema), the next test gets a fresh copy instead.
+    """
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.name: str | None = None
+
+    def url(self) -> str:
+        if self.name is None:
+            self.name = self.server.migrated_copy()
+        return self.server.url_for(self.name)
+
+    def reset(self) -> None:
+        import psycopg
+
+        from relay.store.models import Base
+
+        if self.name is None:
+            return
+        from relay.store.database import HEAD_REVISION
+
+        tables = ", ".join(f'"{name}"' for name in Base.metadata.tables)
+        try:
+            with psycopg.connect(
+                self.server.url_for(self.name), autocommit=True, connect_timeout=10
+            ) as conn:
+                # A session a test left open would hold its locks until it is closed.
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                conn.execute("SET lock_timeout = '5s'")
+                conn.execute(f"TRUNCATE TABLE {tables} RESTART IDENTITY CASCADE")
+                row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            if row is None or row[0] != HEAD_REVISION:
+                raise psycopg.DataError("a test moved the schema")
+        except psycopg.Error:
+            self.server.drop_later(self.name)
+            self.name = None
+
+    def close(self) -> None:
+        if self.name is not None:
+            self.server.drop_later(self.name)
+            self.name = None
+
+
+@pytest.fixture(scope="session")
+def _pg_worker_database(
+    _pg_server: PostgresServer | _Unreachable | None,
+) -> Iterator[_WorkerDatabase]:
+    worker = _WorkerDatabase(_need_postgres(_pg_server))
+    try:
+        yield worker
+    finally:
+        worker.close()
 
 
 @pytest.fixture(params=BACKENDS)

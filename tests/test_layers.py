@@ -17,7 +17,8 @@ ALLOWED = {
     "agents": {"core"},
     "channels": {"core"},
     "engine": {"core", "store", "agents", "channels", "config"},
-    "cli": {"core", "engine", "config", "store", "testing"},
+    "runner": {"core", "store", "agents", "channels", "config", "engine"},
+    "cli": {"core", "engine", "config", "store", "testing", "runner", "api"},
 }
 THIRD_PARTY = {
     "core": set(),

@@ -62,7 +62,8 @@ def excerpt(text: str, limit: int = 200, *, tail: bool = False) -> str:
 
 
 class Agent(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self, context: TurnContext) -> list[Action]:
         """Decide this turn's actions. May take seconds (an LLM call)."""

@@ -119,7 +119,7 @@ class CommandAgent:
         return Completed(proc.returncode, _text(out), _text(err))
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes | bytearray) -> str:
     return data.decode("utf-8", errors="replace")
 
 

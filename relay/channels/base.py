@@ -35,12 +35,37 @@ class ChannelError(RelayError):
     #: Temporary (network, 5xx, 429): the dispatcher retries with backoff.
     #: Permanent (bad address, 4xx): the message fails at once.
     transient: bool = True
+    #: Keep the message queued without counting the attempt (:class:`ChannelUnavailable`).
+    hold: bool = False
+    #: The recipient opted out with the provider (:class:`RecipientOptedOut`).
+    opted_out: bool = False
+
+    def __init__(self, message: str | None = None, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        #: Seconds the provider asked to wait (``Retry-After``, Telegram's
+        #: ``retry_after``): the retry waits at least this long.
+        self.retry_after = retry_after
 
 
 class PermanentChannelError(ChannelError):
     """The channel refused the message for good."""
 
     transient = False
+
+
+class ChannelUnavailable(ChannelError):
+    """The channel cannot send anything now, and retrying will not fix it until a
+    person does (bad credentials, a suspended account): the dispatcher keeps the
+    message queued without using up an attempt and logs this error each time."""
+
+    hold = True
+
+
+class RecipientOptedOut(PermanentChannelError):
+    """The provider refuses because the recipient opted out with it (Twilio 21610):
+    the dispatcher opts the contact out, as a STOP reply would."""
+
+    opted_out = True
 
 
 @dataclass(frozen=True)
@@ -58,6 +83,9 @@ class Outbound:
     #: An unguessable token naming the contact and conversation, for a one-click
     #: unsubscribe link to ``relay serve`` (``POST /unsubscribe/<token>``).
     unsubscribe_token: str | None = None
+    #: When the contact last wrote on any channel (None: never): WhatsApp takes free
+    #: text only within 24 hours of it, templates outside.
+    last_inbound_at: datetime | None = None
 
 
 @dataclass(frozen=True)

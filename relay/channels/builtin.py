@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from relay.channels.base import Channel, register_channel
+from relay.channels.base import Channel, ChannelFactory, register_channel
 
 
 def _console(name: str, settings: Mapping[str, Any]) -> Channel:
@@ -33,3 +33,23 @@ def _email(name: str, settings: Mapping[str, Any]) -> Channel:
 register_channel("console", _console)
 register_channel("webhook", _webhook)
 register_channel("email", _email)
+
+
+def _twilio(kind: str) -> ChannelFactory:
+    def factory(name: str, settings: Mapping[str, Any]) -> Channel:
+        from relay.channels.twilio import TwilioChannel
+
+        return TwilioChannel(name, kind, settings)
+
+    return factory
+
+
+def _telegram(name: str, settings: Mapping[str, Any]) -> Channel:
+    from relay.channels.telegram import TelegramChannel
+
+    return TelegramChannel(name, settings)
+
+
+register_channel("sms", _twilio("sms"))
+register_channel("whatsapp", _twilio("whatsapp"))
+register_channel("telegram", _telegram)

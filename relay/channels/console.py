@@ -129,7 +129,9 @@ class ConsoleChannel:
             return []
         with _locked(self.path, "a+b") as handle:
             partial_tail = self._catch_up(handle)
-            ids, written, lines = [], {}, []
+            ids: list[str] = []
+            written: dict[str, str] = {}
+            lines: list[str] = []
             for message in messages:
                 key = message.idempotency_key
                 known = self._index.get(key) or written.get(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Annotated
 
 import typer
 
@@ -88,22 +89,51 @@ def demo(json_out: JsonOption = False) -> None:
         raise typer.Exit(1)
 
 
-def doctor(json_out: JsonOption = False) -> None:
+def doctor(
+    json_out: JsonOption = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Fix what can be fixed safely (a queue waiting behind nobody is promoted), "
+            "each fix recorded in the transition log, then check again.",
+        ),
+    ] = False,
+) -> None:
     """Check the store against relay's invariants; exit 1 if any is broken.
 
     Slot holders per contact, QUEUED only behind a holder, PAUSED with a prior
     state, a transition-log row for the current state, heartbeats only in
-    WAITING_FOR_REPLY, nothing queued for opted-out contacts.
+    WAITING_FOR_REPLY, nothing queued for opted-out contacts, and channels or
+    the agent that could not work (a missing secret). Inbound that arrived after
+    its conversation ended, or came from no usable address, is reported as a
+    notice (it breaks no rule, but a person should look).
     """
-    from relay.engine.doctor import examine
+    from relay.engine import doctor as checks
 
-    findings = examine(state.relay())
+    relay = state.relay()
+    repaired = checks.repair(relay) if repair else []
+    findings = checks.examine(relay)
+    notices = checks.notices(relay)
     if json_out:
-        render.emit_json({"ok": not findings, "findings": [f.to_json() for f in findings]})
-    elif not findings:
-        render.line("ok: no invariant is broken")
+        render.emit_json(
+            {
+                "ok": not findings,
+                "findings": [f.to_json() for f in findings],
+                "notices": [f.to_json() for f in notices],
+                "repaired": [f.to_json() for f in repaired],
+            }
+        )
     else:
-        render.table("findings", ["subject", "problem"], ([f.subject, f.problem] for f in findings))
+        for fix in repaired:
+            render.line(f"repaired {fix.subject}: {fix.problem}")
+        for notice in notices:
+            render.warn(f"{notice.subject}: {notice.problem}")
+        if not findings:
+            render.line("ok: no invariant is broken")
+        else:
+            rows = ([f.subject, f.problem] for f in findings)
+            render.table("findings", ["subject", "problem"], rows)
     if findings:
         raise typer.Exit(1)
 

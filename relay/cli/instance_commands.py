@@ -115,12 +115,16 @@ def start(
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one."""
-    relay = state.relay()
-    view = relay.start(
+    """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
+
+    The first message is written and delivered at once unless --defer is given;
+    a first message outside the sending window waits for it.
+    """
+    view = state.relay().start(
         contact,
         objective,
         todo,
+        defer=defer,
         heartbeat=heartbeat,
         max_followups=max_followups,
         channel=channel,
@@ -128,50 +132,24 @@ def start(
         window=window,
         subject=subject,
     )
-    first = None
-    if not defer:
-        first = _first_turn(view.id)
-        view = relay.get(view.id)
+    if view.first_turn_note:
+        render.warn(view.first_turn_note)
+    if view.first_message_status not in (None, "sent"):
+        render.warn(_undelivered_first(view))
     if json_out:
-        data = view.to_json()
-        if first is not None:
-            data["first_message"], data["first_message_status"] = first
-        render.emit_json(data)
+        render.emit_json(view.to_json())
         return
     _state_line(view)
-    if first:
-        text, status = first
-        render.line(f"{status}: {text}")
+    if view.first_message_status:
+        render.line(f"{view.first_message_status}: {view.first_message}")
 
 
-def _first_turn(instance_id: str) -> tuple[str, str] | None:
-    """Run the first turn now; never report failure for an instance that was created.
-
-    Returns the first message and its delivery status ("sent" only if the
-    channel took it: a message still queued for a retry is not called sent).
-    """
-    from relay.engine.pulse import start_now
-
-    relay = state.relay()
-    try:
-        outcome = start_now(relay, instance_id)
-    except Exception as exc:
-        render.warn(f"first turn did not run now ({exc}); the daemon or `relay tick` will run it")
-        return None
-    if outcome is None:
-        return None
-    if outcome.note and not outcome.messages:
-        render.warn(outcome.note)
-    if not outcome.messages:
-        return None
-    outbound = [m for m in relay.transcript(instance_id) if m.direction == "outbound"]
-    statuses = {m.status for m in outbound}
-    status = next((s for s in ("failed", "blocked", "queued", "sending") if s in statuses), "sent")
-    if status != "sent":
-        errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
-        later = "" if status in ("failed", "blocked") else "; the daemon or `relay tick` will retry"
-        render.warn(f"the first message was not delivered ({errors or status}){later}")
-    return "\n".join(outcome.messages), "queued" if status == "sending" else status
+def _undelivered_first(view: InstanceView) -> str:
+    later = (
+        "" if view.first_message_status in ("failed", "blocked")
+        else "; the daemon or `relay tick` will retry"
+    )
+    return f"the first message was not delivered ({view.first_message_status}){later}"
 
 
 def list_(

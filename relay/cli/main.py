@@ -20,8 +20,8 @@ from relay.cli import render
 from relay.core.errors import RelayError
 
 if TYPE_CHECKING:
+    from relay.api import Relay
     from relay.config import Config
-    from relay.engine.service import Relay
 
 
 class RelayGroup(TyperGroup):
@@ -97,14 +97,14 @@ class Session:
 
     def relay(self) -> Relay:
         if self._relay is None:
-            from relay.engine.service import Relay
+            from relay.api import Relay
 
             self._relay = Relay.open(self.config())
         return self._relay
 
     def close(self) -> None:
         if self._relay is not None:
-            self._relay.store.dispose()
+            self._relay.close()
             self._relay = None
 
 
@@ -158,6 +158,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         instance_commands,
+        serve_commands,
     )
 
     for module in (
@@ -167,6 +168,7 @@ def register() -> None:
         engine_commands,
         contact_commands,
         daemon_commands,
+        serve_commands,
     ):
         module.register(app)
 

@@ -54,6 +54,21 @@ class Refused(RelayError):
 
     exit_code = 1
 
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        state: str | None = None,
+        event: str | None = None,
+        allowed: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        #: The instance's state, the refused event and the events that state allows:
+        #: a caller can word its own refusal ("try relay resume") from these.
+        self.state = state
+        self.event = event
+        self.allowed = allowed
+
 
 class ContactBusy(RelayError):
     """Another instance holds this contact's slot."""

@@ -153,7 +153,12 @@ def next_state(
     """
     target = TRANSITIONS[state].get(event)
     if target is None:
-        raise Refused(refusal_message(instance_id, state, event))
+        raise Refused(
+            refusal_message(instance_id, state, event),
+            state=state.value,
+            event=event.value,
+            allowed=tuple(e.value for e in allowed_events(state)),
+        )
     if state is S.PAUSED and event is E.RESUME:
         if previous is None or previous is S.PAUSED or previous.terminal:
             raise Refused(f"instance {instance_id} is PAUSED with no valid prior state recorded")
@@ -174,6 +179,11 @@ def holds_slot(state: State, previous: State | None) -> bool:
     if state.terminal or state is S.QUEUED:
         return False
     return not (state is S.PAUSED and previous is S.QUEUED)
+
+
+def waits_in_queue(state: State, previous: State | None) -> bool:
+    """QUEUED, or paused while QUEUED: behind the contact's live conversation."""
+    return state is S.QUEUED or (state is S.PAUSED and previous is S.QUEUED)
 
 
 def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
+from relay.core.states import State
 from relay.core.values import TodoStatus
 
 
@@ -26,6 +27,19 @@ class TurnReason(StrEnum):
 
     def __str__(self) -> str:
         return self.value
+
+
+#: The states in which an agent turn is due, and what the turn is for. Every
+#: other live state waits for something else (a reply, a person, a resume).
+TURN_REASONS: dict[State, TurnReason] = {
+    State.CREATED: TurnReason.FIRST_MESSAGE,
+    State.WAITING_FOR_AGENT: TurnReason.REPLY,
+    State.HEARTBEAT_SCHEDULED: TurnReason.FOLLOW_UP,
+    State.ACTIVE: TurnReason.RESUME,
+}
+TURN_STATES: frozenset[State] = frozenset(TURN_REASONS)
+if any(s.terminal or s in (State.PAUSED, State.QUEUED) for s in TURN_STATES):
+    raise AssertionError("a turn is due only in a live state that holds the contact's slot")
 
 
 #: The longest ``set_state`` key (with its scope prefix) the store holds.
@@ -117,6 +131,17 @@ class TurnPlan:
     notes: tuple[str, ...] = ()
     #: The contact asked to hear nothing more (in words a keyword rule missed).
     opt_out_reason: str | None = None
+
+    @property
+    def ends_conversation(self) -> bool:
+        return self.end_reason is not None and self.intervention_reason is None
+
+    def stale_given(self, unseen_replies: int) -> bool:
+        """Whether this plan must be thrown away because the contact wrote while the
+        agent was deciding: ending the conversation on a message the agent never
+        saw would leave that message unanswered for good. Any other outcome keeps
+        the conversation live, and the new message is answered next."""
+        return unseen_replies > 0 and self.ends_conversation
 
 
 def actions_from_json(data: Any) -> list[Action]:

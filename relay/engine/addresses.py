@@ -16,13 +16,19 @@ from relay.core.errors import InvalidInput
 @dataclass(frozen=True)
 class Address:
     value: str
-    kind: str  # "phone" | "email"
+    kind: str  # "phone" | "email" | "telegram"
+
+
+#: A Telegram chat id as a contact: ``telegram:123456789`` (groups: ``telegram:-100...``).
+TELEGRAM_PREFIX = "telegram:"
 
 
 def normalise_address(text: str, region: str = "US") -> Address:
     raw = text.strip()
     if not raw:
         raise InvalidInput("contact address is empty")
+    if raw.lower().startswith(TELEGRAM_PREFIX):
+        return _telegram(raw)
     if "@" in raw:
         return _email(raw)
     return _phone(raw, region)
@@ -54,3 +60,13 @@ def _phone(raw: str, region: str) -> Address:
     if not phonenumbers.is_possible_number(number):
         raise InvalidInput(f"invalid phone number {raw!r}")
     return Address(phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164), "phone")
+
+
+def _telegram(raw: str) -> Address:
+    chat = raw[len(TELEGRAM_PREFIX) :].strip()
+    if not chat.lstrip("-").isdigit():
+        raise InvalidInput(
+            f"invalid Telegram contact {raw!r}: expected telegram:<chat id>, "
+            "such as telegram:123456789"
+        )
+    return Address(f"{TELEGRAM_PREFIX}{int(chat)}", "telegram")

@@ -37,19 +37,23 @@ def channel_names(config: Config) -> list[str]:
 
 def setup_problems(config: Config, channel: str, agent: str, address: str | None) -> list[str]:
     """What would stop a conversation on ``channel`` with ``agent`` (to ``address``)."""
-    from relay.agents.base import make_agent
+    return channel_problems_of(config, channel, address) + agent_problems_of(config, agent)
+
+
+def channel_problems_of(config: Config, channel: str, address: str | None = None) -> list[str]:
     from relay.channels.base import channel_problems, make_channel
 
-    problems: list[str] = []
     try:
-        built = make_channel(channel, channel_settings(config, channel))
-        problems.extend(channel_problems(built, address))
+        return channel_problems(make_channel(channel, channel_settings(config, channel)), address)
     except RelayError as exc:
-        problems.append(exc.message)
+        return [exc.message]
+
+
+def agent_problems_of(config: Config, agent: str) -> list[str]:
+    from relay.agents.base import make_agent
+
     try:
         check = getattr(make_agent(agent, agent_settings(config, agent)), "check", None)
-        if callable(check):
-            problems.extend(check())
+        return list(check()) if callable(check) else []
     except RelayError as exc:
-        problems.append(exc.message)
-    return problems
+        return [exc.message]

@@ -42,11 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from relay.core.durations import parse_duration
-from relay.engine import retention
-from relay.engine.process import pid_alive
+from relay.engine import doctor, retention
 from relay.engine.pulse import Pulse, PulseReport
 from relay.store import claims
 from relay.store.models import Daemon
@@ -93,34 +91,40 @@ class DaemonRunner:
                     last_pulse_at=now,
                 )
             )
-            self._reclaim_dead(session, now)
         log.info(
             "daemon %s started (pulse %ss, poll %ss)",
             self.ident,
             self.pulse_every.total_seconds(),
             self.poll_every.total_seconds(),
         )
+        self.reclaim()
 
-    def _reclaim_dead(self, session: Session, now: datetime) -> None:
-        """Take back at once the turns and deliveries of daemons on this host that died
-        without stopping (SIGKILL, a crash, a power cut): their leases would otherwise
-        hold that work for minutes (``turns.lease``, the 2-minute send lease). A
-        daemon is dead when no process has its pid any more; a pid reused by another
-        process keeps its claims until their leases run out, which is only slower."""
+    def reclaim(self) -> None:
+        """Take back at once the turns and deliveries that dead daemons had claimed,
+        instead of waiting out their leases (5 minutes for a turn).
+
+        Dead means: on SQLite, every other daemon (only one can hold the file's
+        daemon lock, and we do); elsewhere, a daemon on this host whose process is
+        gone, or one that recorded its stop.
+        """
+        from relay.engine.process import pid_alive
+
+        alone = self.relay.store.engine.dialect.name == "sqlite"
         host = socket.gethostname()
-        rows = session.execute(
-            select(Daemon.id, Daemon.pid).where(
-                Daemon.stopped_at.is_(None), Daemon.host == host, Daemon.id != self.ident
-            )
-        ).all()
-        dead = [r.id for r in rows if r.pid == os.getpid() or not pid_alive(r.pid)]
-        turns, messages = claims.release_claims_of(session, dead, now)
+        with self.relay.store.transaction() as session:
+            rows = session.execute(select(Daemon.id, Daemon.host, Daemon.pid, Daemon.stopped_at))
+            dead = [
+                ident
+                for ident, on, pid, stopped in rows
+                if ident != self.ident
+                and (alone or stopped is not None or (on == host and not pid_alive(pid)))
+            ]
+            turns, messages = claims.release_claims_of(session, dead, self.relay.now())
         if turns or messages:
-            log.info(
-                "took back %s turn(s) and %s delivery(ies) from %s dead daemon(s)",
+            log.warning(
+                "took back %s turn(s) and %s delivery(ies) claimed by daemons that died",
                 turns,
                 messages,
-                len(dead),
             )
 
     def unregister(self) -> None:
@@ -253,6 +257,8 @@ class DaemonRunner:
             received = self.pulse.poll(PulseReport())
             if received:
                 log.info("polled %s inbound message(s)", received)
+            # A queue left waiting behind nobody (a bug, a hand edit) is healed here.
+            doctor.repair(self.relay, actor="daemon")
         except Exception as exc:  # logged; the daemon carries on
             log.error("poll failed: %s", _one_line(exc))
 

@@ -7,6 +7,7 @@ Each finding names the instance and the rule it breaks.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -16,7 +17,11 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import State, holds_slot
 from relay.core.values import Direction, MessageStatus
+from relay.engine import transitions
+from relay.store import queries
 from relay.store.models import Contact, Instance, Message, Transition
+
+log = logging.getLogger("relay.doctor")
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -37,6 +42,67 @@ def examine(relay: Relay) -> list[Finding]:
         findings = _instance_findings(session, instances)
         findings += _slot_findings(instances)
         findings += _outbox_findings(session)
+    return findings + _backend_findings(relay)
+
+
+def notices(relay: Relay) -> list[Finding]:
+    """What needs a person's eye but breaks no rule: replies after a conversation
+    ended, inbound from no usable address (``relay inbox`` lists them)."""
+    with relay.store.read_transaction() as session:
+        return _inbound_findings(session)
+
+
+def repair(relay: Relay, *, actor: str = "doctor") -> list[Finding]:
+    """Fix what can be fixed safely, each fix in the transition log: a queue left
+    waiting with nobody holding the contact's slot gets its oldest conversation
+    promoted (what the conversation that ended should have done)."""
+    fixed = []
+    with relay.store.transaction() as session:
+        now = relay.now()
+        for contact_id in queries.stranded_queues(session):
+            promoted = transitions.promote_next(
+                session,
+                contact_id,
+                now=now,
+                actor=actor,
+                reason="repair: queued with no live conversation for the contact",
+            )
+            if promoted is not None:
+                fixed.append(Finding(promoted.id, "promoted: it was queued behind nobody"))
+                log.warning(
+                    "instance %s was queued behind nobody; promoted",
+                    promoted.id,
+                    extra={"instance_id": promoted.id},
+                )
+    return fixed
+
+
+def _inbound_findings(session: Session) -> list[Finding]:
+    late, rejected = queries.inbound_trouble(session)
+    findings = []
+    if late:
+        findings.append(
+            Finding("inbound", f"{late} message(s) arrived after their conversation ended")
+        )
+    if rejected:
+        findings.append(
+            Finding("inbound", f"{rejected} message(s) kept aside: the sender is no address")
+        )
+    return findings
+
+
+def _backend_findings(relay: Relay) -> list[Finding]:
+    """Channels and the default agent that could not work (a missing secret)."""
+    from relay.engine.backends import agent_problems_of, channel_names, channel_problems_of
+
+    config = relay.config
+    findings = [
+        Finding(f"channel {name}", problem)
+        for name in channel_names(config)
+        for problem in channel_problems_of(config, name)
+    ]
+    agent = str(config.get("agent.backend"))
+    findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
     return findings
 
 

@@ -20,7 +20,7 @@ from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.engine import policy
 from relay.store import queries
-from relay.store.models import Instance, Message
+from relay.store.models import Instance, Message, Transition
 
 RUNNER = "the daemon or `relay tick` runs it"
 
@@ -49,7 +49,18 @@ def next_message(session: Session, instance: Instance, config: Config, now: date
         return f"waits until the contact's live conversation{behind} ends"
     if state is State.PAUSED:
         return _paused(instance)
-    return "waits for a person: `relay send` or `relay resume`"
+    why = _last_reason(session, instance.id)
+    return "waits for a person: `relay send` or `relay resume`" + (f" ({why})" if why else "")
+
+
+def _last_reason(session: Session, instance_id: str) -> str | None:
+    """Why the conversation went to a person (a WhatsApp template missing, a refusal)."""
+    return session.scalar(
+        select(Transition.reason)
+        .where(Transition.instance_id == instance_id)
+        .order_by(Transition.id.desc())
+        .limit(1)
+    )
 
 
 def _pending_outbound(session: Session, instance_id: str) -> Message | None:
@@ -70,6 +81,9 @@ def _delivery(message: Message, now: datetime) -> str:
     when = message.next_attempt_at
     if message.status == MessageStatus.SENDING.value:
         return f"being delivered on {channel} (attempt {message.attempts})"
+    if message.attempts == 0 and message.last_error and when is not None:
+        # Kept queued by the channel (bad credentials): it says why, each try.
+        return f"kept queued: {message.last_error} (next try at {_at(when)})"
     if message.attempts > 0 and message.last_error:
         retry = f"retry at {_at(when)}" if when is not None and when > now else "retry now"
         return f"waiting for delivery (attempt {message.attempts + 1}, {retry})"

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
+from relay.config import Config
+from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
+from relay.core.windows import next_open, parse_window, zone
 from relay.store.models import Contact, Instance, Message
 
 
@@ -65,12 +69,21 @@ class Facts:
         last_inbound: dict[str, int] = {}
         if contact_ids:
             query = select(
-                Contact.id, Contact.address, Contact.opted_out_at, Contact.undeliverable_reason
+                Contact.id,
+                Contact.address,
+                Contact.opted_out_at,
+                Contact.undeliverable_reason,
+                Contact.timezone,
+                Contact.last_inbound_at,
             ).where(Contact.id.in_(contact_ids))
             contacts = {row.id: row for row in session.execute(query)}
         if instance_ids:
             query = select(
-                Instance.id, Instance.state, Instance.previous_state, Instance.subject
+                Instance.id,
+                Instance.state,
+                Instance.previous_state,
+                Instance.subject,
+                Instance.window,
             ).where(Instance.id.in_(instance_ids))
             instances = {row.id: row for row in session.execute(query)}
             inbound = (
@@ -102,6 +115,34 @@ def rule(message: Message, facts: Facts) -> Ruling:
     if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
         return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")
     return GO
+
+
+def window_opens(
+    message: Message, facts: Facts, config: Config, now: datetime
+) -> datetime | None:
+    """When a proactive message (a first message, a follow-up) may go, if not now.
+
+    Checked at send time, not only when the turn was scheduled: a message held by
+    a rate limit or a retry must not reach the contact at 3 a.m. because it was
+    written at 5 p.m.
+    """
+    if not message.proactive:
+        return None
+    instance = facts.instances.get(message.instance_id or "")
+    spec = (instance.window if instance is not None else None) or str(
+        config.get("defaults.window") or ""
+    )
+    if not spec.strip():
+        return None
+    contact = facts.contacts.get(message.contact_id)
+    tz = (contact.timezone if contact is not None else None) or str(
+        config.get("defaults.timezone") or "UTC"
+    )
+    try:
+        opens = next_open(parse_window(spec), now, zone(tz))
+    except RelayError:
+        return None  # the heartbeat hands such a conversation to a person
+    return opens if opens > now else None
 
 
 def apply(message: Message, ruling: Ruling) -> None:

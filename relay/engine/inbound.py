@@ -23,7 +23,7 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
-from relay.core.states import Event, State
+from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import contacts, transitions
 from relay.engine.addresses import Address
@@ -366,7 +366,4 @@ def _unfinished(session: Session, contact_id: int) -> list[Instance]:
 
 
 def _waits_in_queue(instance: Instance) -> bool:
-    """QUEUED, or paused while QUEUED: behind the contact's live conversation."""
-    return instance.state == State.QUEUED.value or (
-        instance.state == State.PAUSED.value and instance.previous_state == State.QUEUED.value
-    )
+    return waits_in_queue(State(instance.state), transitions.previous_of(instance))

@@ -25,7 +25,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import gate, transitions
+from relay.engine import gate, inbound, transitions, unsubscribe
 from relay.engine.backends import channel_names, channel_settings
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
@@ -192,13 +192,13 @@ class Dispatcher:
             done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
             return [] if done is None else [done]
         messages = [o for o, _ in run]
-        result, error, transient = _attempt(lambda: send_many(messages))
+        result, failure = _attempt(lambda: send_many(messages))
         if result is not None and len(result) != len(messages):
-            result, error, transient = None, f"send_many returned {len(result)} ids", True
+            result, failure = None, Failure(f"send_many returned {len(result)} ids", True)
         if result is None:
             for failed in messages:
                 attempt = claimed[failed.message_id]
-                self._failed(failed, attempt, error or "?", transient=transient, report=report)
+                self._failed(failed, attempt, failure or Failure("?", True), report=report)
             return []
         at = self.relay.now()
         return [_Sent(o, channel_name, p, at) for o, p in zip(messages, result, strict=True)]
@@ -250,6 +250,7 @@ class Dispatcher:
         self.limits.reset()
         facts = gate.Facts.read(session, batch)
         threads = queries.threads_for(session, list(facts.instances))
+        links = unsubscribe.tokens(session, now)
         ready = []
         for message in batch:
             ruling = gate.rule(message, facts)
@@ -257,7 +258,8 @@ class Dispatcher:
                 _rule_out(message, ruling, report)
                 continue
             channel = message.channel or "console"
-            later = self.limits.hold_until(session, channel, now)
+            later = gate.window_opens(message, facts, self.relay.config, now)
+            later = later or self.limits.hold_until(session, channel, now)
             if later is not None:
                 message.status = MessageStatus.QUEUED.value
                 message.attempts -= 1
@@ -267,16 +269,19 @@ class Dispatcher:
                 continue
             self.limits.count(channel)
             instance = facts.instances.get(message.instance_id or "")
+            contact = facts.contacts[message.contact_id]
             ready.append(
                 (
                     Outbound(
                         message_id=message.id,
                         instance_id=message.instance_id,
-                        to=facts.contacts[message.contact_id].address,
+                        to=contact.address,
                         text=message.body,
                         idempotency_key=message.idempotency_key or str(message.id),
                         thread=threads.get(message.instance_id or "", ()),
                         subject=instance.subject if instance is not None else None,
+                        unsubscribe_token=links.make(message.contact_id, message.instance_id),
+                        last_inbound_at=contact.last_inbound_at,
                     ),
                     channel,
                 )
@@ -289,12 +294,10 @@ class Dispatcher:
     ) -> _Sent | None:
         """Hand one message to its channel; a failure is recorded at once, a success
         is returned for :meth:`_sent`."""
-        provider_id, error, transient = _attempt(
-            lambda: self.channels.get(channel_name).send(outbound)
-        )
+        provider_id, failure = _attempt(lambda: self.channels.get(channel_name).send(outbound))
         if provider_id is not None:
             return _Sent(outbound, channel_name, provider_id, self.relay.now())
-        self._failed(outbound, attempt, error or "?", transient=transient, report=report)
+        self._failed(outbound, attempt, failure or Failure("?", True), report=report)
         return None
 
     def _sent(self, sent: list[_Sent], report: DeliveryReport) -> None:
@@ -313,10 +316,12 @@ class Dispatcher:
                         "sent_at": done.at,
                         "next_attempt_at": None,
                         "last_error": None,
+                        "lease_owner": None,
                     }
                     for done in sent
                 ],
             )
+            self._move_heartbeats(session, sent)
         for done in sent:
             log.info(
                 "message %s to %s sent on %s (%s)",
@@ -347,15 +352,10 @@ class Dispatcher:
                 instance.next_heartbeat_at += delay
 
     def _failed(
-        self,
-        outbound: Outbound,
-        attempt: int,
-        error: str,
-        *,
-        transient: bool,
-        report: DeliveryReport,
+        self, outbound: Outbound, attempt: int, failure: Failure, *, report: DeliveryReport
     ) -> None:
         self._written.pop(outbound.message_id, None)
+        error = failure.error
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None
@@ -365,8 +365,14 @@ class Dispatcher:
                 return
             now = self.relay.now()
             message.last_error = error
-            if transient and message.attempts < self.max_attempts:
-                delay = self.backoff * (2 ** (message.attempts - 1))
+            if failure.opted_out or failure.hold:
+                self._refused(session, message, failure, now, report)
+                return
+            if failure.transient and message.attempts < self.max_attempts:
+                delay = max(
+                    self.backoff * (2 ** (message.attempts - 1)),
+                    timedelta(seconds=failure.retry_after or 0),
+                )
                 message.status = MessageStatus.QUEUED.value
                 message.next_attempt_at = now + delay
                 report.retried += 1
@@ -386,6 +392,36 @@ class Dispatcher:
             )
             self._escalate(session, message, error, now)
 
+    def _refused(
+        self,
+        session: Session,
+        message: Message,
+        failure: Failure,
+        now: datetime,
+        report: DeliveryReport,
+    ) -> None:
+        """The provider refused for a reason that is not the message's: the
+        recipient opted out with it (the contact is opted out, as by a STOP), or
+        the channel cannot send at all (bad credentials: the message waits,
+        queued, without using up an attempt, until a person fixes it)."""
+        if failure.opted_out:
+            person = session.get(Contact, message.contact_id)
+            assert person is not None
+            inbound.opt_out(session, person, now, reason=f"provider: {failure.error}")
+            message.status = MessageStatus.BLOCKED.value
+            message.next_attempt_at = None
+            report.blocked += 1
+            log.warning("message %s: contact opted out (%s)", message.id, failure.error)
+            return
+        message.status = MessageStatus.QUEUED.value
+        message.attempts -= 1
+        message.lease_owner = None
+        message.next_attempt_at = now + max(
+            self.backoff, timedelta(seconds=failure.retry_after or 0)
+        )
+        report.held += 1
+        log.error("message %s stays queued: %s", message.id, failure.error)
+
     def _escalate(self, session: Session, message: Message, error: str, now: datetime) -> None:
         """A message that cannot be delivered needs a person."""
         if message.instance_id is None:
@@ -401,18 +437,31 @@ class Dispatcher:
             )
 
 
-def _attempt(call: Callable[[], _T]) -> tuple[_T | None, str | None, bool]:
-    """Call a channel: (result, None, _) on success, (None, error, transient) on
-    failure. A channel error says whether a retry may help; any other relay error
-    will not; an unexpected exception (a bug, a dropped connection) might."""
+@dataclass(frozen=True)
+class Failure:
+    """Why a send failed, and what the channel advises (see ``ChannelError``)."""
+
+    error: str
+    transient: bool
+    retry_after: float | None = None
+    hold: bool = False
+    opted_out: bool = False
+
+
+def _attempt(call: Callable[[], _T]) -> tuple[_T | None, Failure | None]:
+    """Call a channel: (result, None) on success, (None, failure) on failure. A
+    channel error says whether a retry may help (and when, and whether to keep
+    the message queued); any other relay error will not; an unexpected exception
+    (a bug, a dropped connection) might."""
     try:
-        return call(), None, True
+        return call(), None
     except ChannelError as exc:
-        return None, str(exc.message), exc.transient
+        advice = Failure(str(exc.message), exc.transient, exc.retry_after, exc.hold, exc.opted_out)
+        return None, advice
     except RelayError as exc:
-        return None, exc.message, False
+        return None, Failure(exc.message, False)
     except Exception as exc:
-        return None, f"{type(exc).__name__}: {exc}", True
+        return None, Failure(f"{type(exc).__name__}: {exc}", True)
 
 
 def _rule_out(message: Message, ruling: gate.Ruling, report: DeliveryReport) -> None:

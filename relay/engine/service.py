@@ -176,7 +176,7 @@ class Relay:
     def _max_followups(self, value: int | None) -> int:
         followups = int(self.config.get("defaults.max_followups") if value is None else value)
         if not 0 <= followups <= MAX_FOLLOWUPS:
-            raise InvalidInput(f"--max-followups must be between 0 and {MAX_FOLLOWUPS}")
+            raise InvalidInput(f"max_followups must be between 0 and {MAX_FOLLOWUPS}")
         return followups
 
     def _insert_instance(
@@ -254,7 +254,7 @@ class Relay:
     ) -> list[InstanceView]:
         """Instances newest first, optionally filtered by state and contact."""
         if limit < 1:
-            raise InvalidInput("--limit must be at least 1")
+            raise InvalidInput("limit must be at least 1")
         query = select(Instance, Contact).join(Contact, Contact.id == Instance.contact_id)
         if state:
             query = query.where(Instance.state == parse_state(state).value)
@@ -319,7 +319,7 @@ class Relay:
         self, instance_id: str, *, reason: str | None = None, until: datetime | None = None
     ) -> InstanceView:
         if until is not None and until <= self.now():
-            raise InvalidInput("--until must be in the future")
+            raise InvalidInput("until must be in the future")
         return self._event(instance_id, Event.PAUSE, reason=reason, paused_until=until)
 
     def resume(self, instance_id: str, *, actor: str = OPERATOR) -> InstanceView:

@@ -203,7 +203,14 @@ def _update_slot(session: Session, instance: Instance, now: datetime) -> None:
         promote_next(session, instance.contact_id, now=now)
 
 
-def promote_next(session: Session, contact_id: int, *, now: datetime) -> Instance | None:
+def promote_next(
+    session: Session,
+    contact_id: int,
+    *,
+    now: datetime,
+    actor: str = SYSTEM,
+    reason: str = "the contact's previous conversation ended",
+) -> Instance | None:
     """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
     queries.lock_contact(session, contact_id)
     session.flush()
@@ -217,6 +224,7 @@ def promote_next(session: Session, contact_id: int, *, now: datetime) -> Instanc
         waiting,
         Event.PRIOR_INSTANCE_TERMINAL,
         now=now,
-        reason="the contact's previous conversation ended",
+        actor=actor,
+        reason=reason,
     )
     return waiting

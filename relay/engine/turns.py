@@ -26,6 +26,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.states import Event, State
 from relay.core.turns import (
+    TURN_REASONS,
     Action,
     ContextMessage,
     ContextTodo,
@@ -71,12 +72,7 @@ _CONTEXT_INSTANCE = (
     Instance.max_followups,
 )
 
-REASONS = {
-    State.CREATED.value: TurnReason.FIRST_MESSAGE,
-    State.WAITING_FOR_AGENT.value: TurnReason.REPLY,
-    State.HEARTBEAT_SCHEDULED.value: TurnReason.FOLLOW_UP,
-    State.ACTIVE.value: TurnReason.RESUME,
-}
+REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
 
 
 @dataclass(frozen=True)
@@ -382,6 +378,10 @@ class TurnRunner:
             return self._intervene(
                 session, instance, context.reason, f"invalid agent action: {exc.message}"
             )
+        seen = {m.id for m in context.new_messages}
+        unseen = [m for m in loaded.inbound[instance_id] if m.id not in seen]
+        if plan.stale_given(len(unseen)):
+            return self._reconsider(instance, context.reason)
         now = self.relay.now()
         self._apply_plan(session, instance, plan, context, now, loaded)
         if plan.opt_out_reason is not None:
@@ -461,6 +461,25 @@ class TurnRunner:
             extra={"instance_id": instance.id},
         )
         return TurnOutcome(instance.id, context.reason.value, instance.state)
+
+    def _reconsider(self, instance: Instance, reason: TurnReason) -> TurnOutcome:
+        """Drop the turn's decisions and give the turn back: it runs again at once,
+        with the reply that arrived while the agent was deciding."""
+        instance.lease_owner = None
+        instance.lease_expires_at = None
+        log.info(
+            "instance %s: a reply arrived during the final turn; the turn runs again",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(
+            instance.id,
+            reason.value,
+            instance.state,
+            discarded=True,
+            note="the contact wrote while the agent was ending the conversation; "
+            "the turn runs again with the new message",
+        )
 
     # -- failure -------------------------------------------------------------
 

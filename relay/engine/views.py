@@ -53,6 +53,12 @@ class InstanceView:
     #: Messages a channel was already handing over when this view was taken (a
     #: pause or cancel cannot call those back; everything else of it is held).
     in_flight: int = 0
+    #: Set by ``relay.api.Relay.start`` when it ran the first turn: what was said,
+    #: and whether the channel took it (sent / queued / failed / blocked).
+    first_message: str | None = None
+    first_message_status: str | None = None
+    #: What relay could not do in the first turn (a note for the operator).
+    first_turn_note: str | None = None
 
     @classmethod
     def build(
@@ -109,6 +115,15 @@ class InstanceView:
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),
+            **self._first_turn_json(),
+        }
+
+    def _first_turn_json(self) -> dict[str, Any]:
+        if self.first_message_status is None:
+            return {}
+        return {
+            "first_message": self.first_message,
+            "first_message_status": self.first_message_status,
         }
 
 

@@ -16,15 +16,11 @@ from sqlalchemy import Select, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
+from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
 from relay.store.models import Instance, Message
 
-TURN_STATES = (
-    State.CREATED.value,
-    State.ACTIVE.value,
-    State.WAITING_FOR_AGENT.value,
-    State.HEARTBEAT_SCHEDULED.value,
-)
+TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
 #: Outbox rows still to be delivered (``sending`` ones whose sender died included).
 OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
 

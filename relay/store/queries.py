@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, exists, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
@@ -417,3 +417,18 @@ def inbound_trouble(session: Session) -> tuple[int, int]:
     )
     rejected = session.scalar(select(func.count()).select_from(InboundReject))
     return int(late or 0), int(rejected or 0)
+
+
+def stranded_queues(session: Session) -> list[int]:
+    """Contacts with a QUEUED conversation and no conversation holding their slot."""
+    holder = aliased(Instance)
+    return list(
+        session.scalars(
+            select(Instance.contact_id)
+            .where(
+                Instance.state == State.QUEUED.value,
+                ~exists().where(holder.contact_slot == Instance.contact_id),
+            )
+            .distinct()
+        )
+    )

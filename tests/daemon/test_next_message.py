@@ -127,7 +127,8 @@ def test_a_delivery_waiting_for_a_retry(
     )
     clock.advance(timedelta(seconds=30))
     assert pulse(relay).delivery.sent == 1
-    assert next_message(relay, iid) == "follow-up 1/5 at 2026-01-05T12:30:00Z"
+    # The countdown runs from the delivery, which came 30 s late.
+    assert next_message(relay, iid) == "follow-up 1/5 at 2026-01-05T12:30:30Z"
 
 
 def test_paused_and_snoozed(relay: Relay, clock: Any) -> None:
@@ -157,7 +158,10 @@ def test_waiting_for_a_person(relay: Relay, clock: Any) -> None:
     relay.receive(PHONE, "Can I talk to a human please?")
     pulse(relay)
     assert relay.get(iid).state == "NEEDS_HUMAN_INTERVENTION"
-    assert next_message(relay, iid) == "waits for a person: `relay send` or `relay resume`"
+    assert next_message(relay, iid) == (
+        "waits for a person: `relay send` or `relay resume` "
+        "(the contact asked for a person: Can I talk to a human please?)"
+    )
 
 
 @SQLITE_ONLY

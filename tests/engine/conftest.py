@@ -12,17 +12,10 @@ through the public registries, the way a third-party backend would.
     ``test_channel``  a :class:`engine_support.TestChannel` registered as channel
                       type ``test`` (``channels.NAME.type = "test"``): queue failures;
                       it records every attempt.
-    ``db_url``        overrides the shared fixture for this folder, for speed: the
-                      SQLite case is the same (a copy of the migrated template per
-                      test), but PostgreSQL uses one database per session, emptied
-                      (TRUNCATE ... RESTART IDENTITY) after each test, instead of a
-                      CREATE DATABASE per test, which cost more than the tests.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,56 +26,6 @@ from engine_support import Engine, ScriptAgent, TestChannel
 from relay.agents import base as agents_base
 from relay.channels import base as channels_base
 from relay.engine.service import Relay
-
-BACKENDS = [
-    pytest.param("sqlite", id="sqlite"),
-    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
-]
-
-
-@pytest.fixture(scope="session")
-def _engine_pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """One migrated PostgreSQL database for this folder's tests, dropped at the end."""
-    server = request.getfixturevalue("_pg_server")
-    problem = None
-    if server is None:
-        problem = "RELAY_TEST_DATABASE_URL is not set"
-    elif getattr(server, "exc", None) is not None:
-        problem = f"PostgreSQL at {server.url} is unreachable: {server.exc}"
-    if problem is not None:
-        if os.environ.get("RELAY_REQUIRE_POSTGRES") == "1":
-            pytest.fail(problem)
-        pytest.skip(problem)
-    name = server.create(template=server.migrated_template())
-    try:
-        yield server.url_for(name)
-    finally:
-        server.drop(name)
-
-
-def _empty(url: str) -> None:
-    import psycopg
-
-    from relay.store.models import Base
-
-    tables = ", ".join(f'"{name}"' for name in Base.metadata.tables)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"TRUNCATE TABLE {tables} RESTART IDENTITY CASCADE")
-
-
-@pytest.fixture(params=BACKENDS)
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        target = tmp_path / "db" / "relay.db"
-        target.parent.mkdir()
-        shutil.copyfile(request.getfixturevalue("_sqlite_template"), target)
-        yield f"sqlite:///{target}"
-        return
-    url = request.getfixturevalue("_engine_pg_url")
-    try:
-        yield url
-    finally:
-        _empty(url)
 
 
 @pytest.fixture

@@ -138,7 +138,9 @@ def test_an_invalid_action_applies_nothing_of_the_turn(
     assert engine.transcript(iid)[-1] == ("contact", "received", "Friday")
     assert engine.row(iid).heartbeat_override_seconds is None
     with engine.relay.store.transaction() as session:
-        assert session.scalars(select(StateEntry)).all() == []
+        # (relay's own ``system`` entries, such as the unsubscribe key, are not agent state)
+        agent_state = select(StateEntry).where(StateEntry.scope != "system")
+        assert session.scalars(agent_state).all() == []
 
 
 # -- the other actions ----------------------------------------------------------------------
@@ -212,7 +214,8 @@ def test_state_is_scoped_and_seen_by_later_turns(engine: Engine, script_agent: S
     assert seen[second] == {"app:tone": "formal", "contact:name": "Ada"}
     assert seen[third] == {"app:tone": "formal"}
     with engine.relay.store.transaction() as session:
-        keys = sorted((e.scope, e.key) for e in session.scalars(select(StateEntry)))
+        agent_state = select(StateEntry).where(StateEntry.scope != "system")
+        keys = sorted((e.scope, e.key) for e in session.scalars(agent_state))
     assert keys == [
         ("app", "app:tone"),
         ("contact", "contact:name"),

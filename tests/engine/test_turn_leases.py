@@ -156,6 +156,40 @@ def test_a_reply_that_arrives_during_a_turn_is_answered_next(
     assert operator.state(iid) == "WAITING_FOR_REPLY"
 
 
+def test_a_reply_during_the_final_turn_makes_the_agent_reconsider(
+    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+) -> None:
+    """The agent decides to end the conversation while the contact writes again:
+    the ending is dropped and the turn runs again with the new message, instead of
+    leaving it unanswered on a completed conversation (issue 8, item 4)."""
+    worker, operator = scripted
+    script_agent.then(
+        [A.send_message("Which day?")],
+        [A.send_message("Friday it is, goodbye."), A.end_conversation("done")],
+    )
+    iid = worker.start()
+    worker.tick()
+    worker.relay.receive(PHONE, "Friday")
+    future, gate = _hold_turn(worker, script_agent)
+    operator.relay.receive(PHONE, "Wait, one more question")
+    report = _finish(future, gate)
+
+    first = report.turns[0]
+    assert first.discarded and "runs again" in (first.note or "")
+    assert operator.state(iid) == "WAITING_FOR_AGENT"
+
+    script_agent.gate = None
+    script_agent.then([A.send_message("Sure, ask away.")])
+    operator.tick()
+    assert [m.text for m in script_agent.contexts[-1].new_messages] == [
+        "Friday",
+        "Wait, one more question",
+    ]
+    assert operator.state(iid) == "WAITING_FOR_REPLY"
+    said = [text for author, _, text in operator.transcript(iid) if author == "agent"]
+    assert said == ["Which day?", "Sure, ask away."]
+
+
 def test_a_killed_turn_is_retried_after_its_lease_and_delivered_once(
     make_engine: Any, script_agent: ScriptAgent
 ) -> None:

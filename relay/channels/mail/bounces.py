@@ -150,8 +150,9 @@ def original_message_id(mail: Message) -> str | None:
         kind = part.get_content_type()
         if kind == "message/rfc822":
             inner = part.get_payload()
-            if isinstance(inner, list) and inner and inner[0].get("Message-ID"):
-                return str(inner[0]["Message-ID"]).strip()
+            first = inner[0] if isinstance(inner, list) and inner else None
+            if first is not None and not isinstance(first, str) and first.get("Message-ID"):
+                return str(first["Message-ID"]).strip()
         elif kind == "text/rfc822-headers":
             found = _MESSAGE_ID.search(_decoded(part))
             if found:

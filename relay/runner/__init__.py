@@ -1,0 +1,1 @@
+"""The process runtime: long-running processes over the engine (``relay serve``)."""

@@ -1,0 +1,160 @@
+"""The handlers of ``relay serve``, one per route (see :mod:`relay.runner.serve`)."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from datetime import UTC, datetime
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+
+from relay.channels import telegram, twilio, twilio_signature, webhook
+from relay.channels.base import Inbound, Incoming
+from relay.core.errors import RelayError
+from relay.core.values import InboundKind
+from relay.runner.serve import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
+
+log = logging.getLogger("relay.serve")
+
+CONFIRM_PAGE = """<!doctype html><meta charset="utf-8"><title>Unsubscribe</title>
+<form method="post"><p>Stop receiving these messages?</p>
+<button name="List-Unsubscribe" value="One-Click">Unsubscribe</button></form>"""
+
+
+class Handlers:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.relay = endpoint.relay
+
+    async def healthz(self, request: Request) -> Response:
+        """200 when the store answers and its schema is this code's; 503 otherwise
+        (a load balancer or systemd watchdog can act on it)."""
+        from starlette.concurrency import run_in_threadpool
+
+        from relay.store.database import HEAD_REVISION
+
+        try:
+            revision = await run_in_threadpool(self.relay.store.revision)
+        except Exception as exc:
+            log.error("healthz: store unreachable: %s", exc)
+            return JSONResponse({"ok": False, "error": "store unreachable"}, status_code=503)
+        ok = revision == HEAD_REVISION
+        body = {"ok": ok, "revision": revision, "head": HEAD_REVISION}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    # -- Twilio ---------------------------------------------------------------------
+
+    async def _twilio_form(self, request: Request) -> tuple[str, list[tuple[str, str]], bytes]:
+        name = request.path_params["channel"]
+        channel = self.endpoint.channel(name, TWILIO_KINDS)
+        body = await self.endpoint.body(request)
+        pairs = form_pairs(body)
+        if not channel.public_url:
+            raise Refused(403, f"channel {name} has no public_url to check signatures against")
+        token = os.environ.get(channel.token_env)
+        if not token:
+            raise Refused(503, f"channel {name}: {channel.token_env} is not set")
+        url = channel.public_url + request.url.path
+        if request.url.query:
+            url += "?" + request.url.query
+        signature = request.headers.get(twilio_signature.SIGNATURE_HEADER)
+        settings = request.headers.get(twilio_signature.SETTINGS_HEADER)
+        if not twilio_signature.verify(token, url, pairs, signature, settings):
+            raise Refused(403, "missing or wrong X-Twilio-Signature")
+        return name, pairs, body
+
+    async def twilio_inbound(self, request: Request) -> Response:
+        """A reply by SMS/WhatsApp. HELP is answered here with the channel's
+        ``help_text`` (as TwiML) and not stored: it is not a reply to the agent."""
+        name, pairs, body = await self._twilio_form(request)
+        form = dict(pairs)
+        if twilio.keyword_of(form.get("Body") or "") in twilio.HELP_KEYWORDS:
+            log.info("HELP on channel %s answered with the help text", name)
+            return twiml(getattr(self.endpoint.channels.get(name), "help_text", ""))
+        inbound = twilio.parse_inbound(form, raw=body.decode("utf-8", "replace"))
+        if not inbound.sender:
+            raise Refused(400, "no From")
+        await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+        return twiml()
+
+    async def twilio_status(self, request: Request) -> Response:
+        name, pairs, _ = await self._twilio_form(request)
+        receipt = twilio.parse_status(dict(pairs))
+        if receipt is not None:
+            await self.endpoint.ingest(name, Incoming(receipts=[receipt]))
+        return twiml()
+
+    # -- the generic webhook -----------------------------------------------------------
+
+    async def webhook_inbound(self, request: Request) -> Response:
+        name = request.path_params["channel"]
+        channel = self.endpoint.channel(name, frozenset({"webhook"}))
+        body = await self.endpoint.body(request)
+        secret = os.environ.get(channel.secret_env or "") if channel.secret_env else None
+        if not secret:
+            raise Refused(403, f"channel {name} has no secret_env set: inbound is refused")
+        why = webhook.verify_inbound(
+            secret,
+            request.headers.get(webhook.TIMESTAMP_HEADER),
+            request.headers.get(webhook.SIGNATURE_HEADER),
+            body,
+            now_seconds(),
+        )
+        if why:
+            raise Refused(403, why)
+        try:
+            inbound = webhook.parse_inbound_json(body)
+        except ValueError as exc:
+            raise Refused(400, str(exc)) from None
+        await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+        return JSONResponse({"ok": True})
+
+    # -- Telegram ------------------------------------------------------------------------
+
+    async def telegram_webhook(self, request: Request) -> Response:
+        """Updates pushed by Telegram (``setWebhook`` with ``secret_token``)."""
+        name = request.path_params["channel"]
+        channel = self.endpoint.channel(name, frozenset({"telegram"}))
+        body = await self.endpoint.body(request)
+        secret = os.environ.get(channel.webhook_secret_env or "") or None
+        given = request.headers.get(telegram.SECRET_HEADER) or ""
+        if not secret or not hmac.compare_digest(secret.encode(), given.encode()):
+            raise Refused(403, f"missing or wrong {telegram.SECRET_HEADER}")
+        import json
+
+        try:
+            inbound = telegram.parse_update(json.loads(body))
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise Refused(400, f"not a Telegram update ({exc})") from None
+        if inbound is not None:
+            await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+        return JSONResponse({"ok": True})
+
+    # -- one-click unsubscribe -----------------------------------------------------------
+
+    async def unsubscribe(self, request: Request) -> Response:
+        """RFC 8058: the mail client POSTs ``List-Unsubscribe=One-Click``. A GET (a
+        person's click, or a link scanner) only shows a confirmation form."""
+        token = request.path_params["token"]
+        from starlette.concurrency import run_in_threadpool
+
+        from relay.engine import unsubscribe
+
+        try:
+            address, channel = await run_in_threadpool(unsubscribe.resolve, self.relay, token)
+        except RelayError:
+            raise Refused(404, "unknown or invalid unsubscribe token") from None
+        if request.method == "GET":
+            return HTMLResponse(CONFIRM_PAGE)
+        await self.endpoint.body(request)
+        inbound = Inbound(
+            sender=address,
+            text="(one-click unsubscribe)",
+            received_at=datetime.now(UTC),
+            provider_message_id=f"unsubscribe:{token.rsplit('.', 1)[-1]}",
+            kind=InboundKind.UNSUBSCRIBE,
+        )
+        await self.endpoint.ingest(channel, Incoming(messages=[inbound]))
+        return PlainTextResponse("unsubscribed\n")
