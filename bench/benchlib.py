@@ -160,3 +160,99 @@ def machine() -> str:
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"load average {load:.2f}"
     )
+
+
+# -- real processes, read-only polling ------------------------------------------------------
+
+
+class ReadOnly:
+    """A plain driver connection that only ever reads: on SQLite opened ``mode=ro``
+    (a WAL reader, never the write lock), on PostgreSQL autocommit SELECTs."""
+
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite"):
+            import sqlite3
+
+            path = url.split(":///", 1)[1]
+            self.conn: Any = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+            self.mark = "?"
+        else:
+            import psycopg
+            from sqlalchemy.engine import make_url
+
+            plain = make_url(url).set(drivername="postgresql").render_as_string(False)
+            self.conn = psycopg.connect(plain, autocommit=True)
+            self.mark = "%s"
+
+    def scalar(self, sql: str, *params: Any) -> Any:
+        row = self.conn.execute(sql.replace("?", self.mark), params).fetchone()
+        return row[0] if row else None
+
+    def rows(self, sql: str, *params: Any) -> list[Any]:
+        return list(self.conn.execute(sql.replace("?", self.mark), params).fetchall())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def start_daemon(bench: Bench, name: str = "d0", **settings: Any) -> Any:
+    """``relay daemon`` as a subprocess with a folder (and PID file) of its own."""
+    import subprocess
+    import sys
+
+    folder = bench.folder / name
+    folder.mkdir(exist_ok=True)
+    config = Bench(bench.url, folder).write_config(**settings)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "relay", "--config", str(config), "daemon",
+         "--log-format", "json", "--log-file", str(folder / "daemon.log")],
+        cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, env=env,
+    )
+
+
+def stop(process: Any, timeout: float = 60) -> int:
+    import signal
+
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=timeout)
+    except Exception:
+        process.kill()
+        return process.wait()
+
+
+def wait_for(predicate: Any, timeout: float, every: float = 0.2, alive: Any = None) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if alive is not None and not alive():
+            raise SystemExit("a daemon exited early")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout}s")
+        time.sleep(every)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), in MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def emit(figures: dict[str, Any], as_json: bool, table: list[tuple[str, str]]) -> None:
+    """Print the human table, then (with ``--json``) one JSON line for tools."""
+    import json
+
+    width = max(len(k) for k, _ in table) if table else 0
+    for key, value in table:
+        print(f"  {key:<{width}}  {value}")
+    if as_json:
+        print(json.dumps(figures, sort_keys=True))

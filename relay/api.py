@@ -120,7 +120,7 @@ class Relay(service.Relay):
 
     # -- verbs that span the engine ------------------------------------------------
 
-    def start(  # type: ignore[override]
+    def start(
         self, contact: str, objective: str, todos: Any, *, defer: bool = False, **options: Any
     ) -> InstanceView:
         """Create a conversation and, unless ``defer``, run its first turn now.
@@ -200,8 +200,3 @@ class Relay(service.Relay):
 
     def instance(self, instance_id: str) -> InstanceView:
         return self.get(instance_id)
-
-    def instances(
-        self, *, state: str | None = None, contact: str | None = None, limit: int = 50
-    ) -> list[InstanceView]:
-        return self.list(state=state, contact=contact, limit=limit)

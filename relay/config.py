@@ -176,7 +176,9 @@ class Config:
 
 
 def find_config_path(explicit: str | Path | None = None) -> Path | None:
-    """The file named by --config, else RELAY_CONFIG, else ./relay.toml if present."""
+    """The file named by --config, else RELAY_CONFIG, else the nearest relay.toml in
+    the current folder or above it (as git finds its repository), so a command run
+    in a subfolder uses the project's database instead of creating an empty one."""
     if explicit:
         path = Path(explicit)
         if not path.is_file():
@@ -188,8 +190,24 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
         if not path.is_file():
             raise ConfigError(f"RELAY_CONFIG names {path}, which does not exist")
         return path.resolve()
-    local = Path.cwd() / CONFIG_NAME
-    return local.resolve() if local.is_file() else None
+    return _nearest(Path.cwd(), CONFIG_NAME)
+
+
+def _nearest(start: Path, name: str) -> Path | None:
+    """``start/name`` or the same name in the nearest folder above that has it."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find_base_dir() -> Path:
+    """With no relay.toml: the nearest folder (here or above) whose ``.relay/``
+    holds a database made without one, else the current folder."""
+    found = _nearest(Path.cwd(), f"{DATA_DIR}/relay.db")
+    return found.parent.parent if found is not None else Path.cwd()
 
 
 def load_config(
@@ -217,7 +235,7 @@ def load_config(
             values[key] = _coerce(key, env[name])
             sources[key] = f"env {name}"
             check_value(key, values[key], f"environment variable {name}")
-    base_dir = path.parent if path is not None else Path.cwd()
+    base_dir = path.parent if path is not None else find_base_dir()
     config = Config(values, sources, path, base_dir)
     return config.with_overrides(overrides or {})
 

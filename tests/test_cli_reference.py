@@ -37,5 +37,11 @@ def test_reference_covers_every_command() -> None:
         "daemon stop",
         "db upgrade",
         "config show",
+        "import",
+        "stats",
+        "watch",
+        "inbox",
+        "retry",
+        "contact list",
     ):
         assert f"## `relay {command}`" in text

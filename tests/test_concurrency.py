@@ -122,7 +122,7 @@ def test_many_concurrent_starts_queue_in_order(db_url: str, make_relay: Any) -> 
     results = _race(relays, contact, before=lambda: barrier.wait(BARRIER_TIMEOUT))
     assert sorted(v.state for v in results) == ["CREATED", "QUEUED", "QUEUED", "QUEUED"]
     # FIFO: ending the holder each time promotes the queued ones by creation order.
-    order = [v.id for v in relays[0].list(contact=contact)][::-1]
+    order = [v.id for v in relays[0].instances(contact=contact)][::-1]
     holder = next(v.id for v in results if v.state == "CREATED")
     queued = [i for i in order if i != holder]
     relays[0].cancel(holder)

@@ -145,6 +145,7 @@ def test_relay_db_current_and_upgrade(empty_db_url: str, run_cli: Any) -> None:
     assert result.exit_code == 0, result
     assert "current: none" in result.stdout and "run `relay db upgrade`" in result.stdout
     assert run_cli("db", "current", "--json", env=env).json() == {
+        "schema_version": 1,
         "current": None,
         "head": HEAD_REVISION,
         "up_to_date": False,
@@ -157,6 +158,7 @@ def test_relay_db_current_and_upgrade(empty_db_url: str, run_cli: Any) -> None:
     assert "nothing to do" in result.stdout
 
     assert run_cli("db", "current", "--json", env=env).json() == {
+        "schema_version": 1,
         "current": HEAD_REVISION,
         "head": HEAD_REVISION,
         "up_to_date": True,

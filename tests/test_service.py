@@ -89,8 +89,9 @@ def test_the_same_person_written_two_ways_is_one_contact(relay_api: Any) -> None
     start(relay_api, "Ann@Example.COM")
     start(relay_api, "ann@example.com")
     assert count(relay_api, Contact) == 2
-    assert {v.contact for v in relay_api.list()} == {PHONE, "ann@example.com"}
-    assert sorted(v.state for v in relay_api.list()) == ["CREATED", "CREATED", "QUEUED", "QUEUED"]
+    assert {v.contact for v in relay_api.instances()} == {PHONE, "ann@example.com"}
+    states = sorted(v.state for v in relay_api.instances())
+    assert states == ["CREATED", "CREATED", "QUEUED", "QUEUED"]
 
 
 @pytest.mark.parametrize(
@@ -123,21 +124,21 @@ def test_list_is_newest_first_with_filters_and_limit(relay_api: Any, clock: Any)
     b = start(relay_api, OTHER)
     clock.advance(60)
     c = start(relay_api, "+1 555 123 0001")
-    assert [v.id for v in relay_api.list()] == [c.id, b.id, a.id]
-    assert [v.id for v in relay_api.list(limit=2)] == [c.id, b.id]
-    assert [v.id for v in relay_api.list(state="CREATED")] == [b.id, a.id]
-    assert [v.id for v in relay_api.list(state="queued")] == [c.id]
-    assert [v.id for v in relay_api.list(contact="555-123-0001")] == [c.id, a.id]
-    assert [v.id for v in relay_api.list(contact=OTHER, state="QUEUED")] == []
-    assert [v.id for v in relay_api.list(contact="+15559999999")] == []
-    assert [len(v.todos) for v in relay_api.list()] == [1, 1, 1]
+    assert [v.id for v in relay_api.instances()] == [c.id, b.id, a.id]
+    assert [v.id for v in relay_api.instances(limit=2)] == [c.id, b.id]
+    assert [v.id for v in relay_api.instances(state="CREATED")] == [b.id, a.id]
+    assert [v.id for v in relay_api.instances(state="queued")] == [c.id]
+    assert [v.id for v in relay_api.instances(contact="555-123-0001")] == [c.id, a.id]
+    assert [v.id for v in relay_api.instances(contact=OTHER, state="QUEUED")] == []
+    assert [v.id for v in relay_api.instances(contact="+15559999999")] == []
+    assert [len(v.todos) for v in relay_api.instances()] == [1, 1, 1]
 
 
 def test_list_refuses_a_bad_state_and_limit(relay_api: Any) -> None:
     with pytest.raises(InvalidInput, match="unknown state 'RUNNING'"):
-        relay_api.list(state="RUNNING")
+        relay_api.instances(state="RUNNING")
     with pytest.raises(InvalidInput, match="limit"):
-        relay_api.list(limit=0)
+        relay_api.instances(limit=0)
 
 
 def test_get_shows_the_instance_fields(relay_api: Any, clock: Any, drive: Any) -> None:

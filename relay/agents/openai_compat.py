@@ -25,7 +25,7 @@ from relay.agents.base import (
     excerpt,
     timeout_seconds,
 )
-from relay.core.turns import Action, ContextMessage, TurnContext, TurnReason
+from relay.core.turns import Action, ContextMessage, ContextTodo, TurnContext, TurnReason
 from relay.core.values import TodoStatus
 
 
@@ -50,10 +50,21 @@ TOOLS: tuple[dict[str, Any], ...] = (
     _tool(
         "mark_todo_item",
         "Change a checklist item's status: in_progress when you ask about it, "
-        "completed when the contact's answer settles it, skipped if it no longer applies.",
+        "completed when the contact's answer settles it, skipped if it no longer applies. "
+        "With completed, record the answer in the form the checklist item wants; relay "
+        "refuses an answer of the wrong form and tells you why.",
         {
             "todo_id": {"type": "integer", "description": "The id from the checklist."},
             "status": {"type": "string", "enum": [s.value for s in TodoStatus]},
+            "answer": {
+                "description": "The contact's answer, in the form the item wants: text, one "
+                "of its choices, YYYY-MM-DD, HH:MM, a number, true/false, an email, a phone."
+            },
+            "message_id": {
+                "type": "integer",
+                "description": "The id of the contact's message the answer came from "
+                "(default: their latest).",
+            },
         },
         "todo_id",
         "status",
@@ -126,7 +137,7 @@ on your side."""
 
 def system_prompt(context: TurnContext) -> str:
     """Everything but the transcript: who we are, what we want, what is left, what now."""
-    todos = "\n".join(f"- id {t.id} [{t.status}] {t.text}" for t in context.todos) or "(none)"
+    todos = "\n".join(_todo_line(t) for t in context.todos) or "(none)"
     turn = _TURNS[TurnReason(context.reason)].format(
         n=context.follow_up_number, max=context.max_followups
     )
@@ -134,13 +145,35 @@ def system_prompt(context: TurnContext) -> str:
         "You conduct a text conversation with one contact on behalf of an operator.",
         f"Objective: {context.objective}",
         f"Contact: {context.contact}",
+        *(
+            [f"About the contact: {json.dumps(context.contact_fields, sort_keys=True)}"]
+            if context.contact_fields
+            else []
+        ),
         f"Checklist:\n{todos}",
         f"Saved state: {json.dumps(context.state, default=str, sort_keys=True)}",
         f"Now: {context.now or 'unknown'}",
         f"This turn: {turn}",
         _RULES,
     ]
+    if context.result_schema:
+        lines.append(
+            f"Answers must fit this JSON Schema (keyed by item id): "
+            f"{json.dumps(context.result_schema, sort_keys=True)}"
+        )
+    if context.refused:
+        refused = "\n".join(f"- {r.action}: {r.error}" for r in context.refused)
+        lines.append(
+            "relay refused these tool calls from your previous attempt at this turn; "
+            f"correct them (ask the contact again if the answer is unclear):\n{refused}"
+        )
     return "\n".join(lines)
+
+
+def _todo_line(todo: ContextTodo) -> str:
+    wants = todo.spec.describe() + ("" if todo.required else ", optional")
+    answer = f"; answer so far: {json.dumps(todo.answer)}" if todo.answer is not None else ""
+    return f"- id {todo.id} [{todo.status}] {todo.text} (answer: {wants}{answer})"
 
 
 def chat_messages(context: TurnContext) -> list[dict[str, str]]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
 from relay.agents.base import AgentConfigError, AgentError, excerpt
+from relay.core.answers import AnswerKind, extract_answer
 from relay.core.turns import Action, ContextMessage, ContextTodo, TurnContext, TurnReason
 
 DEFAULT_TEMPLATES: dict[str, str] = {
@@ -21,10 +23,11 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "question": "Could you help me with this: {todo}",
     "followup": "Just following up (reminder {n} of {max}). {question}",
     "thanks": "Thank you, that's everything I needed. Have a good day!",
+    "retry": "Sorry, I need {hint} for this. {question}",
 }
 
 #: The named fields every template may use.
-FIELDS = ("objective", "contact", "todo", "question", "n", "max")
+FIELDS = ("objective", "contact", "todo", "question", "n", "max", "hint")
 
 #: A reply containing one of these words (case-insensitive, whole words) is
 #: taken as a request to talk to a person. Deliberately simple: a false
@@ -115,14 +118,25 @@ class ScriptedAgent:
         answered = current_todo(context.todos)
         actions: list[Action] = []
         if answered is not None:
+            if any(r.todo_id == answered.id for r in context.refused):
+                # relay refused the answer read from this reply: ask once more.
+                return [Action.send_message(self._retry(context, answered))]
+            value = extract_answer(answered.spec, text, _today(context))
             actions += [
-                Action.mark_todo_item(answered.id, "completed"),
+                Action.mark_todo_item(answered.id, "completed", answer=value),
                 Action.set_state(f"answer:{answered.id}", text),
             ]
         following = current_todo(context.todos, skip=answered.id if answered else None)
         if following is None:
             return actions + self._finish(context)
         return actions + self._ask(context, following)
+
+    def _retry(self, context: TurnContext, todo: ContextTodo) -> str:
+        question = self._question(context, todo)
+        hint = todo.spec.describe()
+        if todo.spec.kind is AnswerKind.YESNO:
+            hint = "a yes or a no"
+        return self.render("retry", _fields(context, todo, question=question, hint=hint))
 
     def _ask(self, context: TurnContext, todo: ContextTodo) -> list[Action]:
         return [*_start(todo), Action.send_message(self._question(context, todo))]
@@ -164,10 +178,18 @@ def _start(todo: ContextTodo | None) -> list[Action]:
     return [Action.mark_todo_item(todo.id, "in_progress")]
 
 
+def _today(context: TurnContext) -> date | None:
+    try:
+        return datetime.fromisoformat(context.now.replace("Z", "+00:00")).date()
+    except ValueError:
+        return None
+
+
 def _fields(
-    context: TurnContext, todo: ContextTodo | None = None, question: str = ""
+    context: TurnContext, todo: ContextTodo | None = None, question: str = "", hint: str = ""
 ) -> dict[str, Any]:
     return {
+        "hint": hint,
         "objective": context.objective,
         "contact": context.contact,
         "todo": todo.text if todo else "",

@@ -1,4 +1,4 @@
-"""``relay contact show|set|opt-out|opt-in``."""
+"""``relay contact list|show|set|opt-out|opt-in``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("contact", view.address),
             ("kind", view.kind),
             ("time zone", view.timezone or "(default)"),
+            *((f"field {k}", v) for k, v in view.fields.items()),
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
             ("live instance", view.live_instance),
             ("queued", ", ".join(view.queued) or "-"),
@@ -37,6 +38,49 @@ def _print(view: ContactView, json_out: bool) -> None:
             ["#", "time", "text"],
             ([m.id, render.when(m.created_at), m.text] for m in view.unrouted),
         )
+
+
+@contact_app.command("list")
+def list_(
+    campaign: Annotated[
+        str | None, typer.Option(help="Only contacts with a conversation in this campaign.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 100,
+    json_out: JsonOption = False,
+) -> None:
+    """List contacts newest first: name, opt-out, live conversation, queue, fields."""
+    rows = state.relay().contacts(campaign=campaign, limit=limit)
+    if json_out:
+        render.emit_json([r.to_json() for r in rows])
+        return
+    render.table(
+        "contacts",
+        [
+            render.Col("contact"),
+            render.Col("name", "text"),
+            render.Col("status"),
+            render.Col("live"),
+            render.Col("queued", justify="right", optional=True),
+            render.Col("conversations", justify="right", optional=True),
+            render.Col("fields", "text", optional=True),
+        ],
+        (
+            [
+                r.address,
+                r.name or "",
+                _status(r.opted_out_at is not None, r.undeliverable_at is not None),
+                r.live_instance or "-",
+                r.queued,
+                r.conversations,
+                ", ".join(f"{k}={v}" for k, v in r.fields.items() if k != "name"),
+            ]
+            for r in rows
+        ),
+    )
+
+
+def _status(opted_out: bool, undeliverable: bool) -> str:
+    return "opted out" if opted_out else "undeliverable" if undeliverable else "ok"
 
 
 @contact_app.command()

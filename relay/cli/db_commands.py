@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from relay.cli import render
 from relay.cli.main import JsonOption, state
 
+if TYPE_CHECKING:
+    from relay.store.database import Store
+
 db_app = typer.Typer(help="Create and upgrade the database schema.", no_args_is_help=True)
 
 
-def _store():  # type: ignore[no-untyped-def]
+def _store() -> Store:
     from relay.engine.store_setup import open_store
 
     return open_store(state.config(), check=False)

@@ -71,6 +71,7 @@ def demo(json_out: JsonOption = False) -> None:
                 "instance": result.instance.to_json(),
                 "transcript": [m.to_json() for m in result.transcript],
                 "history": [h.to_json() for h in result.history],
+                "result": result.result.to_json(),
             }
         )
     else:
@@ -84,6 +85,16 @@ def demo(json_out: JsonOption = False) -> None:
             "states",
             ["from", "to", "event", "actor"],
             ([h.from_state or "-", h.to_state, h.event, h.actor] for h in result.history),
+        )
+        render.table(
+            "result (relay result ID --json gives it as data)",
+            ["#", "kind", "answer", "from message"],
+            (
+                [t.todo.id, t.todo.answer_kind, render.answer(t.todo.answer), t.message.text]
+                if t.message
+                else [t.todo.id, t.todo.answer_kind, render.answer(t.todo.answer), "-"]
+                for t in result.result.todos
+            ),
         )
     if result.instance.state != "COMPLETED":
         raise typer.Exit(1)

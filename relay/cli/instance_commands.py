@@ -26,50 +26,69 @@ def _todo_line(todo_status: str, text: str, todo_id: int) -> str:
     return f"{marks.get(todo_status, '[?]')} {todo_id}. {text}"
 
 
+#: ``show`` lines left out when they have no value.
+_OMITTED_WHEN_EMPTY = frozenset(
+    {
+        "previous state",
+        "reason",
+        "campaign",
+        "heartbeat left",
+        "paused until",
+        "next message",
+        "ended",
+        "end reason",
+        "failure reason",
+    }
+)
+
+
 def print_instance(view: InstanceView) -> None:
     now = state.relay().now()
-    heartbeat = format_duration_s(view.heartbeat_seconds)
+    left = view.heartbeat_remaining_seconds
+    next_at = view.next_heartbeat_at
     pairs: list[tuple[str, object]] = [
         ("id", view.id),
         ("contact", view.contact),
-        ("state", view.state),
-    ]
-    if view.previous_state:
-        pairs.append(("previous state", view.previous_state))
-    pairs += [
+        ("state", render.state_text(view.state)),
+        ("previous state", view.previous_state),
+        ("reason", view.reason),
+        ("campaign", view.campaign),
         ("objective", view.objective),
         ("follow-ups", _followups(view)),
-        ("heartbeat", heartbeat),
+        ("heartbeat", format_duration_s(view.heartbeat_seconds)),
         (
             "next heartbeat",
-            f"{render.when(view.next_heartbeat_at)} ({render.ago(view.next_heartbeat_at, now)})"
-            if view.next_heartbeat_at
-            else None,
+            f"{render.when(next_at)} ({render.ago(next_at, now)})" if next_at else None,
         ),
-    ]
-    if view.heartbeat_remaining_seconds is not None:
-        pairs.append(("heartbeat left", format_duration_s(view.heartbeat_remaining_seconds)))
-    if view.paused_until:
-        pairs.append(("paused until", render.when(view.paused_until)))
-    if view.next_message:
-        pairs.append(("next message", view.next_message))
-    pairs += [
+        ("heartbeat left", format_duration_s(left) if left is not None else None),
+        ("paused until", render.when(view.paused_until) if view.paused_until else None),
+        ("next message", view.next_message),
         ("channel", view.channel),
         ("agent", view.agent),
         ("window", view.window),
         ("created", render.when(view.created_at)),
         ("updated", render.when(view.updated_at)),
+        ("ended", render.when(view.ended_at) if view.ended_at else None),
+        ("end reason", view.end_reason),
+        ("failure reason", view.failure_reason),
+        ("meta", ", ".join(f"{k}={v}" for k, v in view.meta.items()) if view.meta else None),
     ]
-    if view.ended_at:
-        pairs.append(("ended", render.when(view.ended_at)))
-    if view.end_reason:
-        pairs.append(("end reason", view.end_reason))
-    if view.failure_reason:
-        pairs.append(("failure reason", view.failure_reason))
-    render.fields(pairs)
+    render.fields((k, v) for k, v in pairs if v or k not in _OMITTED_WHEN_EMPTY)
+    _print_todos(view)
+
+
+def _print_todos(view: InstanceView) -> None:
     render.line("todos:")
     for todo in view.todos:
-        render.line("  " + _todo_line(todo.status, todo.text, todo.id))
+        line = "  " + _todo_line(todo.status, todo.text, todo.id)
+        if todo.answer_kind != "text" or not todo.required:
+            line += f"  ({todo.answer_kind}{'' if todo.required else ', optional'})"
+        if todo.answered:
+            line += f"  → {render.answer(todo.answer)}"
+        render.line(line)
+    if view.result_incomplete:
+        missing = ", ".join(str(i) for i in view.missing_answers)
+        render.warn(f"completed without the answers of required todo(s) {missing}")
 
 
 def format_duration_s(seconds: int) -> str:
@@ -88,7 +107,14 @@ def start(
     ],
     todo: Annotated[
         list[str],
-        typer.Option("--todo", "-t", help="A checklist item; repeat for several."),
+        typer.Option(
+            "--todo",
+            "-t",
+            help="A checklist item; repeat for several. End it with ::KIND for a structured "
+            "answer: text, date, time, datetime, number, yesno, email, phone or "
+            'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
+            '"Pick one::choice(mon,tue)", "Anything else?::text?").',
+        ),
     ],
     heartbeat: Annotated[
         str | None,
@@ -113,6 +139,25 @@ def start(
         str | None,
         typer.Option(help="Subject line (email). Default: the objective's first sentence."),
     ] = None,
+    meta: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--meta",
+            help="key=value of your own, kept on the conversation and returned in every "
+            "event and in show/result; repeat for several.",
+        ),
+    ] = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            help="A JSON Schema file for the whole result: an object whose properties are "
+            'the todo ids ("1", "2", ...); each answer is checked against its property.',
+        ),
+    ] = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -120,6 +165,8 @@ def start(
     The first message is written and delivered at once unless --defer is given;
     a first message outside the sending window waits for it.
     """
+    from relay.engine.program import parse_meta
+
     view = state.relay().start(
         contact,
         objective,
@@ -131,6 +178,9 @@ def start(
         agent=agent,
         window=window,
         subject=subject,
+        meta=parse_meta(meta or []),
+        result_schema=_read_schema(schema) if schema else None,
+        campaign=campaign,
     )
     if view.first_turn_note:
         render.warn(view.first_turn_note)
@@ -152,30 +202,69 @@ def _undelivered_first(view: InstanceView) -> str:
     return f"the first message was not delivered ({view.first_message_status}){later}"
 
 
+def _read_schema(path: str) -> object:
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read --schema {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--schema {path} is not JSON: {exc}") from None
+
+
 def list_(
     state_filter: Annotated[
         str | None, typer.Option("--state", "-s", help="Only instances in this state.")
     ] = None,
     contact: Annotated[str | None, typer.Option(help="Only instances with this contact.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    campaign: Annotated[str | None, typer.Option(help="Only instances of this campaign.")] = None,
+    results: Annotated[
+        bool, typer.Option("--results", help="With --json: include each one's result.")
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
     """List instances, newest first."""
-    views = state.relay().list(state=state_filter, contact=contact, limit=limit)
+    relay = state.relay()
+    views = relay.instances(state=state_filter, contact=contact, limit=limit, campaign=campaign)
     if json_out:
-        render.emit_json([v.to_json() for v in views])
+        data = [v.to_json() for v in views]
+        if results:
+            found = {r.id: r.to_json() for r in relay.results([v.id for v in views])}
+            for item in data:
+                item["result"] = found.get(item["id"])
+        render.emit_json(data)
         return
+    render_list(views)
+
+
+LIST_COLUMNS = (
+    render.Col("id"),
+    render.Col("contact"),
+    render.Col("state"),
+    render.Col("follow-ups", justify="right", optional=True),
+    render.Col("todos", justify="right", optional=True),
+    render.Col("objective", "text"),
+    render.Col("reason", "text"),
+    render.Col("created", optional=True),
+)
+
+
+def render_list(views: list[InstanceView]) -> None:
     render.table(
         "instances",
-        ["id", "contact", "state", "follow-ups", "todos", "objective", "created"],
+        LIST_COLUMNS,
         (
             [
                 v.id,
                 v.contact,
-                v.state + (f" ({v.previous_state})" if v.previous_state else ""),
+                render.state_text(v.state, f" ({v.previous_state})" if v.previous_state else ""),
                 _followups(v),
                 f"{sum(t.status in ('completed', 'skipped') for t in v.todos)}/{len(v.todos)}",
-                v.objective if len(v.objective) <= 48 else v.objective[:47] + "…",
+                v.objective,
+                v.reason or "",
                 render.when(v.created_at),
             ]
             for v in views
@@ -198,7 +287,7 @@ def show(
 def _print_messages(messages: list[MessageView]) -> None:
     render.table(
         "transcript",
-        ["#", "time", "from", "status", "text"],
+        ["#", "time", "from", "status", render.Col("text", "wrap")],
         (
             [
                 m.id,
@@ -233,18 +322,34 @@ def transcript(
 
 def history(
     instance_id: Annotated[str, typer.Argument(metavar="ID")],
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands",
+            help="Also list the operator commands (who ran what, with which arguments): "
+            "the audit log.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Show the transition log: every state change with event, actor and reason."""
-    rows = state.relay().history(instance_id)
+    """Show the transition log: every state change with event, actor and reason, and the
+    operator commands that caused them."""
+    rows = state.relay().history(instance_id, commands=commands)
     if json_out:
         render.emit_json([r.to_json() for r in rows])
         return
     render.table(
         "history",
-        ["time", "from", "to", "event", "actor", "reason"],
+        ["time", "from", "to", "event", "actor", render.Col("reason", "wrap")],
         (
-            [render.when(r.at), r.from_state or "-", r.to_state, r.event, r.actor, r.reason]
+            [
+                render.when(r.at),
+                render.state_text(r.from_state) if r.from_state else "-",
+                render.state_text(r.to_state) if r.to_state else "-",
+                r.event if r.kind != "command" else f"$ {r.event}",
+                r.actor,
+                r.reason if r.kind != "command" else render.arguments(r.args or {}),
+            ]
             for r in rows
         ),
     )
@@ -365,7 +470,11 @@ def status(json_out: JsonOption = False) -> None:
 
 
 def _print_status(view: StatusView) -> None:
-    render.table("instances by state", ["state", "count"], sorted(view.states.items()))
+    render.table(
+        "instances by state",
+        ["state", render.Col("count", justify="right")],
+        ([render.state_text(k), v] for k, v in sorted(view.states.items())),
+    )
     render.fields(
         [
             ("queue depth", view.queue_depth),

@@ -17,11 +17,27 @@ from typer.core import TyperGroup
 
 from relay import __version__
 from relay.cli import render
-from relay.core.errors import RelayError
+from relay.core.errors import Refused, RelayError
 
 if TYPE_CHECKING:
     from relay.api import Relay
     from relay.config import Config
+
+
+def _flags_without_placeholder() -> None:
+    """Typer shows ``<bool>`` after every flag in ``--help``; a flag takes no value,
+    so show none (as click and gh do)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_flags_without_placeholder()
 
 
 class RelayGroup(TyperGroup):
@@ -31,12 +47,15 @@ class RelayGroup(TyperGroup):
     sees exactly what a user sees.
     """
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         # Everything relay writes (database, logs, console files, PID file) names
         # contacts or holds their words: owner-only, whatever the caller's umask.
         umask = os.umask(0o077)
         try:
             return super().invoke(ctx)
+        except Refused as exc:
+            render.error(render.refusal(exc))
+            ctx.exit(exc.exit_code)
         except RelayError as exc:
             render.error(exc.message)
             ctx.exit(exc.exit_code)
@@ -65,10 +84,10 @@ app = typer.Typer(
         "Orchestrate outreach conversations: start one per contact with an objective and "
         "todos, let an agent conduct it over a channel, follow up with silent contacts, and "
         "record everything.\n\n"
-        "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config."
+        "Exit codes: 0 ok, 1 refused by the state machine, 2 usage/not found/bad input/config; "
+        "`relay wait`: 3 needs a human, 4 timed out, 5 ended without the condition."
     ),
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -80,6 +99,8 @@ class Session:
 
     config_path: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    #: ``--actor``: who runs the command, for the audit log.
+    actor: str | None = None
     _config: Config | None = None
     _relay: Relay | None = None
 
@@ -100,6 +121,7 @@ class Session:
             from relay.api import Relay
 
             self._relay = Relay.open(self.config())
+            self._relay.actor = self.actor
         return self._relay
 
     def close(self) -> None:
@@ -125,7 +147,7 @@ def main(
             "--config",
             "-c",
             envvar="RELAY_CONFIG",
-            help="Path to relay.toml (default: ./relay.toml if present).",
+            help="Path to relay.toml (default: the nearest relay.toml here or in a folder above).",
         ),
     ] = None,
     database: Annotated[
@@ -133,6 +155,14 @@ def main(
         typer.Option(
             "--database",
             help="SQLAlchemy URL of the store; overrides database.url and RELAY_DATABASE_URL.",
+        ),
+    ] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option(
+            "--actor",
+            envvar="RELAY_ACTOR",
+            help="Who runs this command, for the audit log (default: your OS user name).",
         ),
     ] = None,
     version: Annotated[
@@ -144,6 +174,7 @@ def main(
 ) -> None:
     state.close()
     state.__init__(config_path=config, overrides={"database.url": database})  # type: ignore[misc]
+    state.actor = actor
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
@@ -152,21 +183,31 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for program
 def register() -> None:
     """Attach the command modules; each is one command group."""
     from relay.cli import (
+        campaign_commands,
         config_commands,
         contact_commands,
         daemon_commands,
         db_commands,
         engine_commands,
+        inbox_commands,
         instance_commands,
+        program_commands,
         serve_commands,
+        stats_commands,
+        watch_commands,
     )
 
     for module in (
         instance_commands,
+        program_commands,
         config_commands,
         db_commands,
         engine_commands,
         contact_commands,
+        inbox_commands,
+        campaign_commands,
+        stats_commands,
+        watch_commands,
         daemon_commands,
         serve_commands,
     ):

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from relay.core.clock import isoformat
+from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
 
 _console: Console | None = None
@@ -57,8 +59,15 @@ def is_terminal() -> bool:
 def emit_json(data: Any) -> None:
     # ensure_ascii: control characters (and everything non-ASCII) leave as \u escapes.
     sys.stdout.write(
-        json.dumps(data, indent=2, sort_keys=False, default=str, ensure_ascii=True) + "\n"
+        json.dumps(versioned(data), indent=2, sort_keys=False, default=str, ensure_ascii=True)
+        + "\n"
     )
+
+
+def emit_json_line(data: Any) -> None:
+    """One JSON document on one line (JSON Lines: ``relay events --json``), flushed."""
+    sys.stdout.write(json.dumps(versioned(data), default=str, ensure_ascii=True) + "\n")
+    sys.stdout.flush()
 
 
 def line(text: str = "") -> None:
@@ -88,28 +97,159 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
     return f"{seconds}s {suffix}"
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """A table: Rich on a terminal; a header plus tab-separated rows when piped."""
-    materialised = [[("-" if c is None else clean(str(c))) for c in row] for row in rows]
+#: State families, each with its colour (``NO_COLOR`` turns colour off).
+FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
+    "live": ("green", frozenset({"CREATED", "ACTIVE", "WAITING_FOR_AGENT"})),
+    "waiting": ("cyan", frozenset({"QUEUED", "WAITING_FOR_REPLY", "HEARTBEAT_SCHEDULED"})),
+    "needs you": ("bold magenta", frozenset({"NEEDS_HUMAN_INTERVENTION", "PAUSED"})),
+    "done": ("blue", frozenset({"COMPLETED", "ABANDONED"})),
+    "failed": ("bold red", frozenset({"FAILED"})),
+}
+
+
+def family(state_name: str) -> str:
+    """``live``, ``waiting``, ``needs you``, ``done`` or ``failed``."""
+    for name, (_style, members) in FAMILIES.items():
+        if state_name in members:
+            return name
+    return "live"
+
+
+def state_text(state_name: str, suffix: str = "") -> Text:
+    """A state in its family's colour (plain where colour is off)."""
+    return Text(clean(state_name) + clean(suffix), style=FAMILIES[family(state_name)][0])
+
+
+@dataclass(frozen=True)
+class Col:
+    """A table column. ``key`` (ids, states, times) never wraps or shortens;
+    ``text`` stays on one line and ends with an ellipsis when the terminal is
+    too narrow; ``wrap`` wraps at words (message bodies)."""
+
+    name: str
+    kind: str = "key"
+    justify: str = "left"
+    #: Left out (first the last such column) when the terminal is too narrow
+    #: for every ``key`` column to show whole.
+    optional: bool = False
+
+
+def cell(value: Any) -> Text:
+    if isinstance(value, Text):
+        return value  # built here (state_text, bars) from text already cleaned
+    return Text("-" if value is None else clean(str(value)))  # Text: no markup
+
+
+def _widths(specs: Sequence[Col], rows: Sequence[Sequence[Text]], total: int) -> list[int]:
+    """Column widths: ``key`` columns get their content's width; the others share
+    what is left, none wider than its content (``max_width`` in Rich terms)."""
+    widest = [max([len(c.name), *(row[i].cell_len for row in rows)]) for i, c in enumerate(specs)]
+    widths = list(widest)
+    flexible = [i for i, c in enumerate(specs) if c.kind != "key"]
+    # Each column costs its padding (2) and a border (1); the table one more border.
+    room = (
+        total - 1 - 3 * len(specs) - sum(widest[i] for i, c in enumerate(specs) if c.kind == "key")
+    )
+    pending = sorted(flexible, key=lambda i: widest[i])
+    while pending:
+        share = max(room // len(pending), 8)
+        index = pending.pop(0)
+        widths[index] = min(widest[index], share)
+        room -= widths[index]
+    return widths
+
+
+def table(title: str | None, columns: Sequence[str | Col], rows: Iterable[Sequence[Any]]) -> None:
+    """A table: Rich on a terminal; a header plus tab-separated rows when piped.
+
+    Columns are sized to their content: ids and states never wrap, long text is
+    cut with an ellipsis (see :class:`Col`; a plain name is a ``key`` column).
+    """
+    specs = [c if isinstance(c, Col) else Col(c) for c in columns]
+    materialised = [[cell(c) for c in row] for row in rows]
     if not is_terminal():
-        sys.stdout.write("\t".join(columns) + "\n")
+        sys.stdout.write("\t".join(c.name for c in specs) + "\n")
         for row in materialised:
-            sys.stdout.write("\t".join(cell.replace("\t", " ") for cell in row) + "\n")
+            sys.stdout.write("\t".join(cell.plain.replace("\t", " ") for cell in row) + "\n")
         return
-    rich_table = Table(title=title, show_lines=False, header_style="bold")
-    for column in columns:
-        rich_table.add_column(column, overflow="fold")
-    for row in materialised:
-        rich_table.add_row(*(Text(cell) for cell in row))  # Text: no markup
-    console().print(rich_table)
+    console().print(rich_table(title, specs, materialised))
+
+
+def _fit(
+    specs: Sequence[Col], rows: Sequence[Sequence[Text]], total: int
+) -> tuple[Sequence[Col], Sequence[Sequence[Text]]]:
+    """Drop optional columns, last first, until the whole ``key`` columns and a
+    little of each other column fit in ``total``."""
+    keep = list(range(len(specs)))
+
+    def needed() -> int:
+        width = 1
+        for i in keep:
+            column = specs[i]
+            content = max([len(column.name), *(row[i].cell_len for row in rows)])
+            width += 3 + (content if column.kind == "key" else min(content, 8))
+        return width
+
+    while needed() > total:
+        optional = [i for i in keep if specs[i].optional]
+        if not optional:
+            break
+        keep.remove(optional[-1])
+    return [specs[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def rich_table(title: str | None, specs: Sequence[Col], rows: Sequence[Sequence[Text]]) -> Table:
+    """The Rich table :func:`table` prints (``relay watch`` draws it live)."""
+    specs, rows = _fit(specs, rows, console().width)
+    built = Table(title=title, show_lines=False, header_style="bold", expand=False)
+    for column, width in zip(specs, _widths(specs, rows, console().width), strict=True):
+        built.add_column(
+            column.name,
+            width=width,
+            no_wrap=column.kind != "wrap",
+            overflow="fold" if column.kind == "wrap" else "ellipsis",
+            justify=column.justify,  # type: ignore[arg-type]
+        )
+    for row in rows:
+        built.add_row(*row)
+    return built
 
 
 def fields(pairs: Iterable[tuple[str, Any]]) -> None:
-    """Aligned ``key: value`` lines (for ``show``)."""
-    materialised = [(k, "-" if v is None else str(v)) for k, v in pairs]
+    """Aligned ``key: value`` lines (for ``show``); a :class:`Text` value keeps its colour."""
+    materialised = [(k, "-" if v is None else v) for k, v in pairs]
     width = max((len(k) for k, _ in materialised), default=0)
     for key, value in materialised:
-        line(f"{key.ljust(width)}  {value}")
+        if isinstance(value, Text) and is_terminal():
+            console().print(Text(f"{key.ljust(width)}  ") + cell(value))
+        else:
+            line(f"{key.ljust(width)}  {value.plain if isinstance(value, Text) else value}")
+
+
+#: The command an operator types for each event the state machine takes from the CLI
+#: (and what follows the instance id).
+VERBS = {
+    "pause": ("relay pause", ""),
+    "resume": ("relay resume", ""),
+    "cancel": ("relay cancel", ""),
+    "manual_send": ("relay send", ' "TEXT"'),
+}
+
+
+def refusal(exc: Any) -> str:
+    """A refusal in the operator's terms: what was asked, why not, and the
+    commands that would work (internal events have no command and are left out)."""
+    instance_id, state_name, event = exc.instance_id, exc.state, exc.event
+    if not (instance_id and state_name and event):
+        return str(exc.message)
+    asked = f"`{VERBS[event][0]}`" if event in VERBS else event
+    head = f"instance {instance_id} is {state_name}; {asked} does not apply"
+    works = [f"`{VERBS[e][0]} {instance_id}{VERBS[e][1]}`" for e in exc.allowed if e in VERBS]
+    if works:
+        return f"{head}; what works now: {', '.join(works)}"
+    if not exc.allowed:
+        return f"{head}: the conversation has ended (`relay show {instance_id}` says why)"
+    return f"{head}; nothing an operator does applies now"
 
 
 def error(message: str) -> None:
@@ -118,3 +258,17 @@ def error(message: str) -> None:
 
 def warn(message: str) -> None:
     sys.stderr.write(f"relay: warning: {clean(mask_text(message))}\n")
+
+
+def answer(value: Any) -> str:
+    """An answer as one short line: yes/no for booleans, JSON for structures."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def arguments(args: dict[str, Any]) -> str:
+    """An audited command's arguments as ``key=value`` pairs."""
+    return " ".join(f"{key}={answer(value)}" for key, value in args.items())

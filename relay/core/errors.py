@@ -50,7 +50,12 @@ class Undeliverable(RelayError):
 
 
 class Refused(RelayError):
-    """The state machine refused the event."""
+    """The state machine refused the event.
+
+    ``instance_id``, ``state``, ``event`` and ``allowed`` (event names) say what
+    was refused and what would have worked, so a caller (the CLI) can word it
+    in its own terms; the message stays complete without them.
+    """
 
     exit_code = 1
 
@@ -58,6 +63,7 @@ class Refused(RelayError):
         self,
         message: str | None = None,
         *,
+        instance_id: str | None = None,
         state: str | None = None,
         event: str | None = None,
         allowed: tuple[str, ...] = (),
@@ -65,6 +71,7 @@ class Refused(RelayError):
         super().__init__(message)
         #: The instance's state, the refused event and the events that state allows:
         #: a caller can word its own refusal ("try relay resume") from these.
+        self.instance_id = instance_id
         self.state = state
         self.event = event
         self.allowed = allowed

@@ -155,6 +155,7 @@ def next_state(
     if target is None:
         raise Refused(
             refusal_message(instance_id, state, event),
+            instance_id=instance_id,
             state=state.value,
             event=event.value,
             allowed=tuple(e.value for e in allowed_events(state)),

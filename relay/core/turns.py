@@ -8,11 +8,13 @@ action changes nothing but the instance's state (to NEEDS_HUMAN_INTERVENTION).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
+from relay.core.answers import TEXT, AnswerSpec, check_answer
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import State
@@ -60,6 +62,26 @@ class ContextTodo:
     id: int
     text: str
     status: str
+    #: The answer wanted (see :mod:`relay.core.answers`): kind, choices, required.
+    answer_kind: str = "text"
+    choices: tuple[str, ...] = ()
+    required: bool = True
+    #: The answer recorded so far (None: none yet).
+    answer: Any = None
+
+    @property
+    def spec(self) -> AnswerSpec:
+        return AnswerSpec.from_json(self.answer_kind, {"choices": self.choices}, self.required)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An action relay refused in this turn's previous attempt, with why: the agent
+    is asked again with these, and can correct them (an answer of the wrong kind)."""
+
+    action: str
+    error: str
+    todo_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +97,13 @@ class TurnContext:
     follow_up_number: int = 0
     max_followups: int = 0
     now: str = ""
+    #: What relay refused in this turn's previous attempt (empty on the first).
+    refused: tuple[Refusal, ...] = ()
+    #: A JSON Schema for the whole result, keyed by todo id (``relay start --schema``).
+    result_schema: dict[str, Any] | None = None
+    #: What is known of the contact (an import's columns: name, order, ...).
+    contact_fields: dict[str, Any] = field(default_factory=dict)
+    campaign: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -94,8 +123,15 @@ class Action:
         return Action("send_message", {"text": text})
 
     @staticmethod
-    def mark_todo_item(todo_id: int, status: str) -> Action:
-        return Action("mark_todo_item", {"todo_id": todo_id, "status": status})
+    def mark_todo_item(
+        todo_id: int, status: str, answer: Any = None, message_id: int | None = None
+    ) -> Action:
+        args: dict[str, Any] = {"todo_id": todo_id, "status": status}
+        if answer is not None:
+            args["answer"] = answer
+        if message_id is not None:
+            args["message_id"] = message_id
+        return Action("mark_todo_item", args)
 
     @staticmethod
     def end_conversation(reason: str = "completed") -> Action:
@@ -119,6 +155,15 @@ class Action:
 
 
 @dataclass(frozen=True)
+class RecordedAnswer:
+    """An answer a turn records for a todo, normalised to its kind."""
+
+    todo_id: int
+    value: Any
+    message_id: int | None = None
+
+
+@dataclass(frozen=True)
 class TurnPlan:
     """The validated, normalised outcome of a turn, ready to apply in one transaction."""
 
@@ -131,6 +176,9 @@ class TurnPlan:
     notes: tuple[str, ...] = ()
     #: The contact asked to hear nothing more (in words a keyword rule missed).
     opt_out_reason: str | None = None
+    answers: tuple[RecordedAnswer, ...] = ()
+    #: Todo updates refused (an answer of the wrong kind): not applied.
+    refused: tuple[Refusal, ...] = ()
 
     @property
     def ends_conversation(self) -> bool:
@@ -181,6 +229,8 @@ class _Draft:
 
     messages: list[str] = field(default_factory=list)
     todos: list[tuple[int, TodoStatus]] = field(default_factory=list)
+    answers: list[RecordedAnswer] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
     states: list[tuple[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     end: str | None = None
@@ -189,24 +239,46 @@ class _Draft:
     opt_out: str | None = None
 
 
-def _send_message(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _send_message(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     draft.messages.append(_text(args, "text", "send_message"))
 
 
-def _mark_todo(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
-    draft.todos.append(_todo_update(args, todo_ids))
+def _mark_todo(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
+    todo_id, status = _todo_update(args, todo_ids)
+    if args.get("answer") is None:
+        draft.todos.append((todo_id, status))
+        return
+    spec = todo_ids.get(todo_id, TEXT) if isinstance(todo_ids, Mapping) else TEXT
+    try:
+        value = check_answer(spec, args["answer"])
+        message_id = _message_id(args.get("message_id"))
+    except InvalidInput as exc:
+        # Refused back to the agent, which can correct it: not a reason for a person.
+        error = f"todo {todo_id}: {exc.message}; the todo was not updated"
+        draft.refused.append(Refusal("mark_todo_item", error, todo_id))
+        return
+    draft.todos.append((todo_id, status))
+    draft.answers.append(RecordedAnswer(todo_id, value, message_id))
 
 
-def _end(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _message_id(raw: Any) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | str) or not str(raw).isdigit():
+        raise InvalidInput(f"message_id {raw!r} is not a message id")
+    return int(raw)
+
+
+def _end(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     end = str(args.get("reason") or "completed").strip() or "completed"
     draft.end = _no_nul(end, "reason", "end_conversation")
 
 
-def _intervene(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _intervene(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     draft.intervention = _text(args, "reason", "request_human_intervention")
 
 
-def _schedule(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _schedule(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     raw = args.get("delay")
     if isinstance(raw, int | float) and not isinstance(raw, bool):
         raw = f"{int(raw)}s"
@@ -215,15 +287,15 @@ def _schedule(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
     draft.delay = parse_duration(raw)
 
 
-def _set_state(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _set_state(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     draft.states.append(_state_update(args))
 
 
-def _opt_out(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _opt_out(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     draft.opt_out = _text(args, "reason", "opt_out")
 
 
-def _place_call(draft: _Draft, args: dict[str, Any], todo_ids: set[int]) -> None:
+def _place_call(draft: _Draft, args: dict[str, Any], todo_ids: TodoSpecs) -> None:
     draft.notes.append("place_call is not available yet; no call was placed")
 
 
@@ -242,8 +314,15 @@ _HANDLERS = {
 ACTION_NAMES: tuple[str, ...] = tuple(_HANDLERS)
 
 
-def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
-    """Check every action and fold them into a :class:`TurnPlan`, or raise InvalidInput."""
+#: The turn's todos: their ids, or (to check answers) each id's :class:`AnswerSpec`.
+TodoSpecs = Collection[int] | Mapping[int, AnswerSpec]
+
+
+def validate_actions(actions: list[Action], todo_ids: TodoSpecs) -> TurnPlan:
+    """Check every action and fold them into a :class:`TurnPlan`, or raise InvalidInput.
+
+    An answer of the wrong kind does not fail the turn: that todo update is left
+    out and listed in ``TurnPlan.refused``, for the agent to correct."""
     draft = _Draft()
     for action in actions:
         handler = _HANDLERS.get(action.name)
@@ -267,6 +346,8 @@ def validate_actions(actions: list[Action], todo_ids: set[int]) -> TurnPlan:
         state_updates=tuple(draft.states),
         notes=tuple(draft.notes),
         opt_out_reason=draft.opt_out,
+        answers=tuple(draft.answers),
+        refused=tuple(draft.refused),
     )
 
 
@@ -287,7 +368,7 @@ def _state_update(args: dict[str, Any]) -> tuple[str, Any]:
     return key, value
 
 
-def _todo_update(args: dict[str, Any], todo_ids: set[int]) -> tuple[int, TodoStatus]:
+def _todo_update(args: dict[str, Any], todo_ids: TodoSpecs) -> tuple[int, TodoStatus]:
     raw_id = args.get("todo_id")
     try:
         todo_id = int(raw_id)  # type: ignore[arg-type]

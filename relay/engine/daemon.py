@@ -14,6 +14,8 @@ default in-memory job store, nothing pickled):
   under ``max_instances=1``.
 * ``poll`` (every ``daemon.poll``, default 30 s): asks channels for inbound.
 * ``maintenance`` (cron, daily 03:15 UTC): retention.
+* ``summary`` (every minute): one log line of what the daemon did in that
+  minute (turns, deliveries, heartbeats, inbound), only if it did something.
 
 ``coalesce=True`` and ``max_instances=1`` on every job: a pulse that overruns
 its interval is never run twice at once, and runs missed while the process
@@ -57,6 +59,56 @@ if TYPE_CHECKING:
 log = logging.getLogger("relay.daemon")
 
 
+@dataclass
+class MinuteSummary:
+    """What the daemon did since the last summary line; pulses add, the summary
+    job reads and resets (both under the lock: they run on different threads)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    LABELS = (
+        ("turns", "turn(s)"),
+        ("sent", "sent"),
+        ("retried", "retried"),
+        ("failed", "failed"),
+        ("blocked", "blocked"),
+        ("fired", "heartbeat(s)"),
+        ("abandoned", "abandoned"),
+        ("resumed", "snooze(s) ended"),
+        ("inbound", "inbound"),
+        ("errors", "error(s)"),
+    )
+
+    def add(self, report: PulseReport | None = None, *, inbound: int = 0) -> None:
+        found = {"inbound": inbound}
+        if report is not None:
+            d = report.delivery
+            found |= {
+                "turns": len(report.turns),
+                "sent": d.sent,
+                "retried": d.retried,
+                "failed": d.failed,
+                "blocked": d.blocked,
+                "fired": report.fired,
+                "abandoned": report.abandoned,
+                "resumed": report.resumed,
+                "inbound": inbound + report.polled,
+                "errors": len(report.errors),
+            }
+        with self.lock:
+            for key, value in found.items():
+                if value:
+                    self.counts[key] = self.counts.get(key, 0) + value
+
+    def take(self) -> str | None:
+        """The line for the minute gone (None if nothing happened), and a fresh count."""
+        with self.lock:
+            counts, self.counts = self.counts, {}
+        parts = [f"{counts[key]} {label}" for key, label in self.LABELS if counts.get(key)]
+        return "last minute: " + ", ".join(parts) if parts else None
+
+
 def daemon_identity() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -71,6 +123,7 @@ class DaemonRunner:
     _signals_installed: bool = False
     _last_pulse_idle: bool = True
     _pulse_failed: bool = False
+    summary: MinuteSummary = field(default_factory=MinuteSummary)
 
     def __post_init__(self) -> None:
         config = self.relay.config
@@ -169,6 +222,7 @@ class DaemonRunner:
         self.scheduler.add_job(
             self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
         )
+        self.scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
         from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
 
         self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
@@ -244,6 +298,7 @@ class DaemonRunner:
             return
         self._pulse_failed = False
         self._last_pulse_idle = report.idle
+        self.summary.add(report)
         if not report.idle:
             log.debug("pulse: %s", report.to_json())
 
@@ -272,12 +327,18 @@ class DaemonRunner:
             return
         try:
             received = self.pulse.poll(PulseReport())
+            self.summary.add(inbound=received)
             if received:
                 log.info("polled %s inbound message(s)", received)
             # A queue left waiting behind nobody (a bug, a hand edit) is healed here.
             doctor.repair(self.relay, actor="daemon")
         except Exception as exc:  # logged; the daemon carries on
             log.error("poll failed: %s", _one_line(exc))
+
+    def summary_job(self) -> None:
+        line = self.summary.take()
+        if line:
+            log.info(line)
 
     def maintenance_job(self) -> None:
         if self.stopping.is_set():

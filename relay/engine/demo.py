@@ -17,17 +17,20 @@ from relay.config import DEFAULTS, Config
 from relay.engine.pulse import Pulse, start_now
 from relay.engine.service import Relay
 from relay.engine.store_setup import open_store
-from relay.engine.views import InstanceView, MessageView, TransitionView
+from relay.engine.views import InstanceView, MessageView, ResultView, TransitionView
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"
+#: Each todo says what kind of answer it wants (``::KIND``, see relay.core.answers).
 TODOS = (
-    "Is 12 Harbour Street the right delivery address?",
-    "Which day suits you for the delivery?",
-    "What number can the driver call?",
+    "Is 12 Harbour Street the right delivery address?::yesno",
+    "Which day suits you for the delivery?::date",
+    "What number can the driver call?::phone",
 )
+#: The second reply is no date: relay refuses it back to the agent, which asks again.
 ANSWERS = (
     "Yes, 12 Harbour Street is right.",
+    "Some time next week.",
     "Thursday works for me.",
     "The driver can call 555-0143.",
 )
@@ -39,6 +42,7 @@ class DemoResult:
     instance: InstanceView
     transcript: list[MessageView]
     history: list[TransitionView]
+    result: ResultView
 
 
 @contextmanager
@@ -92,4 +96,6 @@ def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
                 on_event(f"relay  → {text}")
     final = relay.get(view.id)
     on_event(f"ended {final.id}: {final.state} ({final.end_reason or final.failure_reason or '-'})")
-    return DemoResult(final, relay.transcript(view.id), relay.history(view.id))
+    return DemoResult(
+        final, relay.transcript(view.id), relay.history(view.id), relay.result(view.id)
+    )

@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.config import Config
@@ -54,8 +54,8 @@ _DELIVERS_AFTER_END = frozenset({State.COMPLETED})
 class Facts:
     """What the rules look at, read for a whole batch in three queries."""
 
-    contacts: dict[int, Row[Any]]
-    instances: dict[str, Row[Any]]
+    contacts: dict[int, Any]
+    instances: dict[str, Any]
     #: The newest inbound message id per instance.
     last_inbound: dict[str, int]
 
@@ -64,8 +64,8 @@ class Facts:
         rows = list(messages)
         contact_ids = {m.contact_id for m in rows}
         instance_ids = {m.instance_id for m in rows if m.instance_id}
-        contacts: dict[int, Row[Any]] = {}
-        instances: dict[str, Row[Any]] = {}
+        contacts: dict[int, Any] = {}
+        instances: dict[str, Any] = {}
         last_inbound: dict[str, int] = {}
         if contact_ids:
             query = select(
@@ -78,14 +78,14 @@ class Facts:
             ).where(Contact.id.in_(contact_ids))
             contacts = {row.id: row for row in session.execute(query)}
         if instance_ids:
-            query = select(
+            by_id = select(
                 Instance.id,
                 Instance.state,
                 Instance.previous_state,
                 Instance.subject,
                 Instance.window,
             ).where(Instance.id.in_(instance_ids))
-            instances = {row.id: row for row in session.execute(query)}
+            instances = {row.id: row for row in session.execute(by_id)}
             inbound = (
                 select(Message.instance_id, func.max(Message.id))
                 .where(

@@ -25,7 +25,7 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine import contacts, transitions
+from relay.engine import contacts, events, transitions
 from relay.engine.addresses import Address
 from relay.store import claims, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
@@ -155,6 +155,8 @@ def store_arrival(
     )
     session.add(message)
     session.flush()
+    data = {"message_id": message.id, "channel": message.channel, "kind": message.kind}
+    events.record(session, events.Kind.RECEIVED, message.instance_id, data, now)
     # A late message still opts the contact out or in; it starts nothing.
     _apply_meaning(session, person, message, None if late else instance, arrival, now, keywords)
     if late and message.status == MessageStatus.RECEIVED.value:
@@ -326,9 +328,7 @@ def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) ->
     _hold_outbound(session, person.id, MessageStatus.BLOCKED, "contact opted out")
 
 
-def _hold_outbound(
-    session: Session, contact_id: int, status: MessageStatus, why: str
-) -> None:
+def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why: str) -> None:
     """Nothing queued for the contact will go: mark it ``status`` with the reason."""
     for message in session.scalars(
         select(Message).where(

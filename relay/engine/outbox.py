@@ -25,7 +25,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import gate, inbound, transitions, unsubscribe
+from relay.engine import events, gate, inbound, transitions, unsubscribe
 from relay.engine.backends import channel_names, channel_settings
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
@@ -194,7 +194,8 @@ class Dispatcher:
         messages = [o for o, _ in run]
         result, failure = _attempt(lambda: send_many(messages))
         if result is not None and len(result) != len(messages):
-            result, failure = None, Failure(f"send_many returned {len(result)} ids", True)
+            failure = Failure(f"send_many returned {len(result)} ids", True)
+            result = None
         if result is None:
             for failed in messages:
                 attempt = claimed[failed.message_id]
@@ -322,6 +323,9 @@ class Dispatcher:
                 ],
             )
             self._move_heartbeats(session, sent)
+            for done in sent:
+                data = {"message_id": done.outbound.message_id, "channel": done.channel}
+                events.record(session, events.Kind.SENT, done.outbound.instance_id, data, done.at)
         for done in sent:
             log.info(
                 "message %s to %s sent on %s (%s)",
@@ -387,6 +391,8 @@ class Dispatcher:
             message.status = MessageStatus.FAILED.value
             message.next_attempt_at = None
             report.failed += 1
+            data = {"message_id": message.id, "error": error, "attempts": message.attempts}
+            events.record(session, events.Kind.FAILED, message.instance_id, data, now)
             log.error(
                 "message %s failed after %s attempt(s): %s", message.id, message.attempts, error
             )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select, update
 
 from relay.core.values import MessageStatus
+from relay.store.database import affected
 from relay.store.models import Daemon, Instance, Message
 
 if TYPE_CHECKING:
@@ -42,9 +43,9 @@ def prune(relay: Relay) -> dict[str, int]:
                 )
                 .values(idempotency_key=None, last_error=None, next_attempt_at=None)
             )
-            result["outbox_pruned"] = int(done.rowcount or 0)
+            result["outbox_pruned"] = affected(done)
             gone = session.execute(delete(Daemon).where(Daemon.last_pulse_at < cutoff))
-            result["daemons_pruned"] = int(gone.rowcount or 0)
+            result["daemons_pruned"] = affected(gone)
         if transcript_days > 0:
             cutoff = now - timedelta(days=transcript_days)
             ended = select(Instance.id).where(Instance.ended_at < cutoff)
@@ -55,5 +56,5 @@ def prune(relay: Relay) -> dict[str, int]:
                     Message.status != MessageStatus.RECEIVED.value,
                 )
             )
-            result["transcript_messages_deleted"] = int(done.rowcount or 0)
+            result["transcript_messages_deleted"] = affected(done)
     return result

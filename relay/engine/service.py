@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -26,23 +28,34 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
 from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, Direction, MessageStatus, TodoStatus
-from relay.engine import contacts, forecast, inbound, transitions
+from relay.engine import audit, contacts, forecast, inbound, operations, transitions
+from relay.engine import events as event_log
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
 from relay.engine.store_setup import open_store
 from relay.engine.transitions import previous_of
 from relay.engine.views import (
+    ContactRow,
     ContactView,
     DaemonView,
+    EventView,
+    InboxItem,
     InstanceView,
     MessageView,
+    ResultView,
+    StatsView,
     StatusView,
     TransitionView,
+    WatchRow,
+    why,
 )
 from relay.store import claims, queries
 from relay.store.database import Store
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Daemon, Instance, Message, Todo
+
+if TYPE_CHECKING:
+    from relay.engine.campaigns import ImportReport
 
 OPERATOR = "operator"
 #: ``Relay.ingest`` without a poll position (a pushed request).
@@ -55,6 +68,44 @@ MAX_TEXT = 10_000
 MAX_FOLLOWUPS = 1000
 
 
+@dataclass(frozen=True)
+class NewConversation:
+    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+
+    address: str
+    objective: str
+    todos: tuple[str, ...]
+    subject: str | None
+    heartbeat: timedelta
+    max_followups: int
+    channel: str
+    agent: str
+    window: str | None = None
+    campaign: str | None = None
+    #: One row of one import (``relay import``): unique, so a re-run starts nothing twice.
+    import_key: str | None = None
+    #: Fields to merge into the contact's (an import's columns).
+    contact_fields: dict[str, Any] | None = None
+    timezone: str | None = None
+    #: What kind of answer each todo wants, in todo order (default: free text).
+    answers: tuple[Any, ...] = ()
+    meta: dict[str, Any] | None = None
+    result_schema: dict[str, Any] | None = None
+
+
+def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:
+    """The todo's answer kind, choices and whether it is required (the same keys
+    for every todo, so a bulk insert can write many rows in one statement)."""
+    if position > len(spec.answers):
+        return {"answer_kind": "text", "answer_spec": None, "required": 1}
+    answer = spec.answers[position - 1]
+    return {
+        "answer_kind": answer.kind.value,
+        "answer_spec": {"choices": list(answer.choices)} if answer.choices else None,
+        "required": int(answer.required),
+    }
+
+
 class Relay:
     """Conversation commands over one store, with an injectable clock."""
 
@@ -62,6 +113,15 @@ class Relay:
         self.store = store
         self.config = config
         self.clock: Clock = clock or SystemClock()
+        #: Who runs operator commands, for the audit log (default: the OS user).
+        self.actor: str | None = None
+
+        self._built_channels: dict[str, Any] = {}
+
+    def who(self) -> str:
+        if self.actor is None:
+            self.actor = audit.os_user()
+        return self.actor
 
     @classmethod
     def open(cls, config: Config | None = None, clock: Clock | None = None) -> Relay:
@@ -90,7 +150,7 @@ class Relay:
         self,
         contact: str,
         objective: str,
-        todos: Sequence[str],
+        todos: Sequence[str | Mapping[str, Any]],
         *,
         heartbeat: str | timedelta | None = None,
         max_followups: int | None = None,
@@ -99,55 +159,175 @@ class Relay:
         window: str | None = None,
         actor: str = OPERATOR,
         subject: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        result_schema: Mapping[str, Any] | None = None,
+        campaign: str | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one.
 
         ``subject`` is the conversation's subject on channels that have one
         (email); without it, one is made from the objective
         (:func:`relay.core.subjects.subject_from_objective`).
+        ``todos``: text, optionally ``"TEXT::KIND"`` for a structured answer
+        (:mod:`relay.core.answers`), or ``{"text": ..., "answer": KIND}``.
+        ``meta``: the caller's own JSON object, returned unchanged in every event
+        and in ``get``/``result``. ``result_schema``: a JSON Schema for the
+        answers, keyed by todo id.
         """
+        spec = self.prepare(
+            contact,
+            objective,
+            todos,
+            heartbeat=heartbeat,
+            max_followups=max_followups,
+            channel=channel,
+            agent=agent,
+            window=window,
+            subject=subject,
+            campaign=campaign,
+            meta=meta,
+            result_schema=result_schema,
+        )
+        self._check_backends(spec.channel, spec.agent, spec.window, spec.address)
+        with self.store.transaction() as session:
+            instance = self.create(session, spec, self.now(), actor)
+            return self._view(session, instance)
+
+    def prepare(
+        self,
+        contact: str,
+        objective: str,
+        todos: Sequence[str | Mapping[str, Any]],
+        *,
+        heartbeat: str | timedelta | None = None,
+        max_followups: int | None = None,
+        channel: str | None = None,
+        agent: str | None = None,
+        window: str | None = None,
+        subject: str | None = None,
+        campaign: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        result_schema: Mapping[str, Any] | None = None,
+    ) -> NewConversation:
+        """Check and normalise what a new conversation needs, touching nothing
+        (:meth:`start` and ``relay import`` both begin here)."""
         from relay.core.subjects import clean_subject, subject_from_objective
+        from relay.engine.program import check_meta, todo_specs
 
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
-        todo_texts = [_clean_text(t, "todo") for t in todos]
-        title = clean_subject(subject) if subject else subject_from_objective(objective)
-        interval = _interval(heartbeat or str(self.config.get("defaults.heartbeat")))
-        followups = self._max_followups(max_followups)
-        channel = channel or str(self.config.get("defaults.channel"))
-        agent = agent or str(self.config.get("agent.backend"))
-        self._check_backends(channel, agent, window, address)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=True)
-            queries.lock_contact(session, person.id)
-            if person.opted_out_at is not None:
-                raise OptedOut(
-                    f"contact {address} has opted out; they must opt in again "
-                    "(START from them, or `relay contact opt-in`)"
-                )
-            if person.undeliverable_at is not None:
-                raise Undeliverable(
-                    f"contact {address} is undeliverable ({person.undeliverable_reason}); "
-                    "`relay contact deliverable` clears it once the address is fixed"
-                )
-            now = self.now()
-            instance = self._insert_instance(
-                session, person, objective, interval, followups, channel, agent, window, now
+        specs = todo_specs(todos)
+        return NewConversation(
+            address=address,
+            objective=objective,
+            todos=tuple(_clean_text(text, "todo") for text, _ in specs),
+            subject=clean_subject(subject) if subject else subject_from_objective(objective),
+            heartbeat=_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
+            max_followups=self._max_followups(max_followups),
+            channel=channel or str(self.config.get("defaults.channel")),
+            agent=agent or str(self.config.get("agent.backend")),
+            window=window,
+            campaign=_campaign(campaign),
+            answers=tuple(spec for _, spec in specs),
+            meta=check_meta(meta),
+            result_schema=_result_schema(result_schema),
+        )
+
+    def create(
+        self, session: Session, spec: NewConversation, now: datetime, actor: str = OPERATOR
+    ) -> Instance:
+        """Create the conversation in the caller's transaction (its contact too):
+        CREATED, or QUEUED behind the contact's live one."""
+        person = contacts.find_or_create(session, self.address(spec.address), now)
+        queries.lock_contact(session, person.id)
+        if person.opted_out_at is not None:
+            raise OptedOut(
+                f"contact {spec.address} has opted out; they must opt in again "
+                "(START from them, or `relay contact opt-in`)"
             )
-            instance.subject = title
-            for position, text in enumerate(todo_texts, start=1):
-                session.add(
-                    Todo(
-                        instance_id=instance.id,
-                        position=position,
-                        text=text,
-                        status=TodoStatus.PENDING.value,
-                        updated_at=now,
-                    )
-                )
-            transitions.record_creation(session, instance, now=now, actor=actor)
-            self._take_slot(session, instance, now, actor)
-            return self._view(session, instance)
+        if person.undeliverable_at is not None:
+            raise Undeliverable(
+                f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
+                "`relay contact deliverable` clears it once the address is fixed"
+            )
+        if spec.contact_fields:
+            person.fields = {**(person.fields or {}), **spec.contact_fields}
+            person.updated_at = now
+        if spec.timezone:
+            person.timezone = spec.timezone
+            person.updated_at = now
+        instance = self._insert_instance(session, person, spec, now)
+        instance.meta = spec.meta or None
+        instance.result_schema = spec.result_schema
+        session.add_all(
+            Todo(
+                instance_id=instance.id,
+                position=position,
+                text=text,
+                status=TodoStatus.PENDING.value,
+                updated_at=now,
+                **answer_columns(spec, position),
+            )
+            for position, text in enumerate(spec.todos, start=1)
+        )
+        transitions.record_creation(session, instance, now=now, actor=actor)
+        if actor == OPERATOR:
+            args: dict[str, Any] = {"contact": spec.address, "channel": spec.channel}
+            args["agent"] = spec.agent
+            args["todo_kinds"] = [answer.text() for answer in spec.answers]
+            audit.record(session, "start", instance.id, args, now, actor=self.who())
+        self._take_slot(session, instance, now, actor)
+        return instance
+
+    def check_backends(self, channel: str, agent: str, window: str | None) -> None:
+        """Refuse a channel, agent or window that could never work (exit 2)."""
+        self._check_backends(channel, agent, window)
+
+    def address_problem(self, channel: str, address: str) -> str | None:
+        """Why ``channel`` cannot reach ``address`` (an email channel and a phone
+        number), or None; the channel is built once per name."""
+        from relay.channels.base import make_channel
+        from relay.engine.backends import channel_settings
+
+        built = self._built_channels.get(channel)
+        if built is None:
+            built = make_channel(channel, channel_settings(self.config, channel))
+            self._built_channels[channel] = built
+        check = getattr(built, "address_problem", None)
+        return check(address) if callable(check) else None
+
+    def import_csv(
+        self,
+        path: str | Path,
+        objective: str,
+        todos: Sequence[str],
+        *,
+        campaign: str | None = None,
+        dry_run: bool = False,
+        heartbeat: str | None = None,
+        max_followups: int | None = None,
+        channel: str | None = None,
+        agent: str | None = None,
+        window: str | None = None,
+        on_rows: Callable[[int], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """A conversation per CSV row (``relay import``); the first turns are left to
+        the daemon. ``on_total`` hears the row count once the file is checked;
+        ``on_rows`` how many more rows were handled."""
+        from relay.engine import campaigns
+
+        options = campaigns.Options(
+            objective, tuple(todos), _campaign(campaign), heartbeat, max_followups, channel,
+            agent, window,
+        )  # fmt: skip
+        rows = campaigns.read_rows(Path(path))
+        planned = campaigns.plan(self, rows, options)
+        if on_total is not None:
+            on_total(len(planned))
+        return campaigns.run(
+            self, planned, campaign=options.campaign, dry_run=dry_run, progress=on_rows
+        )
 
     def _check_backends(
         self, channel: str, agent: str, window: str | None, address: str | None = None
@@ -180,30 +360,24 @@ class Relay:
         return followups
 
     def _insert_instance(
-        self,
-        session: Session,
-        person: Contact,
-        objective: str,
-        interval: timedelta,
-        followups: int,
-        channel: str,
-        agent: str,
-        window: str | None,
-        now: datetime,
+        self, session: Session, person: Contact, spec: NewConversation, now: datetime
     ) -> Instance:
         instance = Instance(
             id=new_instance_id(),
             contact_id=person.id,
             state=State.CREATED.value,
-            objective=objective,
-            channel=channel,
-            agent=agent,
-            window=window or (str(self.config.get("defaults.window") or "") or None),
-            heartbeat_seconds=int(interval.total_seconds()),
-            max_followups=followups,
+            objective=spec.objective,
+            subject=spec.subject,
+            channel=spec.channel,
+            agent=spec.agent,
+            window=spec.window or (str(self.config.get("defaults.window") or "") or None),
+            heartbeat_seconds=int(spec.heartbeat.total_seconds()),
+            max_followups=spec.max_followups,
             follow_up_count=0,
             version=0,
             turn_attempts=0,
+            campaign=spec.campaign,
+            import_key=spec.import_key,
             created_at=now,
             updated_at=now,
         )
@@ -245,14 +419,15 @@ class Relay:
         with self.store.read_transaction() as session:
             return self._view(session, queries.resolve_instance(session, instance_id))
 
-    def list(
+    def instances(
         self,
         *,
         state: str | None = None,
         contact: str | None = None,
         limit: int = 50,
+        campaign: str | None = None,
     ) -> list[InstanceView]:
-        """Instances newest first, optionally filtered by state and contact."""
+        """Instances newest first, optionally filtered by state, contact and campaign."""
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
         query = select(Instance, Contact).join(Contact, Contact.id == Instance.contact_id)
@@ -260,24 +435,43 @@ class Relay:
             query = query.where(Instance.state == parse_state(state).value)
         if contact:
             query = query.where(Contact.address == self.normalise(contact))
+        if campaign:
+            query = query.where(Instance.campaign == campaign)
         query = query.order_by(Instance.seq.desc()).limit(limit)
         with self.store.read_transaction() as session:
             rows = session.execute(query).all()
-            todos = queries.todos_for(session, [inst.id for inst, _ in rows]) if rows else {}
-            return [InstanceView.build(inst, person, todos[inst.id]) for inst, person in rows]
+            ids = [inst.id for inst, _ in rows]
+            todos = queries.todos_for(session, ids) if rows else {}
+            reasons = queries.latest_reasons(session, ids)
+            return [
+                InstanceView.build(
+                    inst, person, todos[inst.id], reason=why(inst, reasons.get(inst.id))
+                )
+                for inst, person in rows
+            ]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
         with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
-            address = session.get(Contact, instance.contact_id).address  # type: ignore[union-attr]
+            person = session.get(Contact, instance.contact_id)
+            assert person is not None  # a foreign key: every instance has its contact
+            address = person.address
             return [
                 MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)
             ]
 
-    def history(self, instance_id: str) -> list[TransitionView]:
+    def history(self, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
+        """The transition log; with ``commands``, the audited operator commands too."""
         with self.store.read_transaction() as session:
             instance = queries.resolve_instance(session, instance_id)
-            return [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
+            rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
+        if not commands:
+            return rows
+        audited = self.events(instance_ids=[instance.id], kinds=[event_log.Kind.COMMAND.value])
+        rows += [TransitionView.command(event) for event in audited]
+        # Stable: a command and the state change it caused share a time; the
+        # command is listed first.
+        return sorted(rows, key=lambda r: (r.at, r.kind != "command"))
 
     def _view(self, session: Session, instance: Instance) -> InstanceView:
         person = session.get(Contact, instance.contact_id)
@@ -292,6 +486,7 @@ class Relay:
             next_message=upcoming,
             late_replies=late,
             in_flight=queries.in_flight(session, instance.id),
+            reason=why(instance, queries.latest_reasons(session, [instance.id]).get(instance.id)),
         )
 
     # -- operator verbs -----------------------------------------------------
@@ -309,6 +504,12 @@ class Relay:
             instance = queries.resolve_instance(session, instance_id, lock=True)
             now = self.now()
             transitions.apply_event(session, instance, event, now=now, actor=actor, reason=reason)
+            if actor == OPERATOR:
+                args = {
+                    "reason": reason,
+                    "until": paused_until.isoformat() if paused_until else None,
+                }
+                audit.record(session, event.value, instance.id, args, now, actor=self.who())
             if event is Event.PAUSE:
                 instance.paused_until = paused_until
             if event is Event.CANCEL:
@@ -350,6 +551,10 @@ class Relay:
             assert person is not None
             now = self.now()
             message = queue_outbound(session, instance, body, Author.OPERATOR, now)
+            event_log.record_queued(session, message, now)
+            if actor == OPERATOR:
+                args = {"message_id": message.id, "length": len(body)}
+                audit.record(session, "send", instance.id, args, now, actor=self.who())
             if state is State.NEEDS_HUMAN_INTERVENTION:
                 # The operator read and answered what the contact wrote meanwhile;
                 # the agent must not answer it a second time.
@@ -446,6 +651,7 @@ class Relay:
             live_instance=holder.id if holder else None,
             queued=tuple(i.id for i in waiting),
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
+            fields=dict(person.fields or {}),
         )
 
     def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
@@ -454,6 +660,7 @@ class Relay:
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
             inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
+            self._audit_contact(session, "opt-out", address, reason=reason)
             return self._contact_view(session, person)
 
     def opt_in(self, contact: str) -> ContactView:
@@ -461,6 +668,7 @@ class Relay:
         with self.store.transaction() as session:
             person = self._contact(session, address, create=False)
             inbound.opt_in(person, self.now())
+            self._audit_contact(session, "opt-in", address)
             return self._contact_view(session, person)
 
     def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
@@ -472,15 +680,148 @@ class Relay:
             if timezone is not None:
                 person.timezone = timezone
                 person.updated_at = self.now()
+            self._audit_contact(session, "contact set", address, timezone=timezone)
             return self._contact_view(session, person)
+
+    def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:
+        """A contact-level command: in the log without an instance (``relay events``)."""
+        args = {"contact": address, **args}
+        audit.record(session, command, None, args, self.now(), actor=self.who())
+
+    # -- for programs: results, events, waiting ----------------------------------
+
+    def result(self, instance_id: str) -> ResultView:
+        """Each todo with its status, answer and the message it came from."""
+        from relay.engine.program import build_results
+
+        with self.store.read_transaction() as session:
+            instance = queries.resolve_instance(session, instance_id)
+            return build_results(session, [instance])[0]
+
+    def results(self, instance_ids: Sequence[str]) -> list[ResultView]:
+        from relay.engine.program import build_results
+
+        with self.store.read_transaction() as session:
+            rows = list(queries.instances_by_id(session, list(instance_ids)))
+            return build_results(session, rows)
+
+    def events(
+        self,
+        *,
+        since: int | str | None = None,
+        instance_ids: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[EventView]:
+        """Events after cursor ``since`` (None: from the start), oldest first."""
+        from relay.engine.program import read_events
+
+        return read_events(self, since=since, instance_ids=instance_ids, kinds=kinds, limit=limit)
+
+    def wait(
+        self,
+        instance_ids: Sequence[str],
+        *,
+        until: str = "done",
+        timeout: str | timedelta | None = None,
+        since: int | str | None = None,
+    ) -> Any:
+        """Block until the condition holds for the instances (see
+        :func:`relay.engine.waiting.wait`); returns a :class:`WaitOutcome`."""
+        from relay.engine.waiting import wait
+
+        return wait(self, instance_ids, until=until, timeout=timeout, since=since)
+    def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
+        """Contacts newest first, with their fields and conversation counts."""
+        with self.store.read_transaction() as session:
+            return operations.contact_rows(session, campaign=campaign, limit=limit)
+
+    def stats(
+        self, *, campaign: str | None = None, since: str | timedelta | None = None
+    ) -> StatsView:
+        """The funnel: started, delivered, replied, and how conversations ended
+        (``since``: only conversations started within this duration, e.g. 7d)."""
+        from relay.store import funnel
+
+        start = self.now() - _interval(since) if since else None
+        with self.store.read_transaction() as session:
+            counts = funnel.funnel(session, campaign=campaign, since=start)
+            return StatsView(
+                campaign=campaign,
+                since=start,
+                started=counts["started"],
+                delivered=counts["delivered"],
+                replied=counts["replied"],
+                outcomes={name: counts[name] for name in funnel.OUTCOMES},
+                median_first_reply_seconds=funnel.median_first_reply(
+                    session, campaign=campaign, since=start
+                ),
+                followups=funnel.followups_sent(session, campaign=campaign, since=start),
+                failed_deliveries=tuple(
+                    funnel.failed_deliveries(session, campaign=campaign, since=start)
+                ),
+            )
+
+    def watch(
+        self,
+        *,
+        state: str | None = None,
+        contact: str | None = None,
+        campaign: str | None = None,
+        finished: bool = False,
+        limit: int = 100,
+    ) -> list[WatchRow]:
+        """``relay watch``'s rows: needs-human first, then the latest changed; live
+        conversations only unless ``finished`` (two statements, one read transaction)."""
+        from relay.store import reads
+
+        states = [parse_state(state).value] if state else [
+            s.value for s in State if finished or not s.terminal
+        ]  # fmt: skip
+        with self.store.read_transaction() as session:
+            person = (
+                queries.contact_by_address(session, self.normalise(contact)) if contact else None
+            )
+            if contact and person is None:
+                return []
+            rows = reads.watch_rows(
+                session,
+                states=states,
+                contact_id=person.id if person else None,
+                campaign=campaign,
+                limit=limit,
+            )
+            last = reads.last_messages(session, [inst.id for inst, _, _ in rows])
+        return [
+            _watch_row(inst, address, depth, last.get(inst.id)) for inst, address, depth in rows
+        ]
+
+    # -- the operator's inbox -------------------------------------------------
+
+    def inbox(
+        self, *, kinds: Sequence[str] = operations.INBOX_KINDS, limit: int = 50
+    ) -> list[InboxItem]:
+        """Inbound no conversation took: unrouted, late (its conversation had ended)
+        and rejected (no usable sender), newest first."""
+        with self.store.read_transaction() as session:
+            return operations.inbox(session, kinds=tuple(kinds), limit=limit)
+
+    def retry(self, message_id: int) -> MessageView:
+        """Queue a failed delivery again; refused unless its conversation is live."""
+        with self.store.transaction() as session:
+            return operations.retry(session, message_id, self.now())
 
     # -- status -------------------------------------------------------------
 
     def status(self) -> StatusView:
         with self.store.read_transaction() as session:
             states = queries.count_by(session, Instance.state)
+            # Only the statuses shown (an index range, not every message ever sent).
             outbound = queries.count_by(
-                session, Message.status, Message.direction == Direction.OUTBOUND.value
+                session,
+                Message.status,
+                Message.direction == Direction.OUTBOUND.value,
+                Message.status.in_(STATUS_COUNTED),
             )
             unrouted = session.scalar(
                 select(func.count())
@@ -525,6 +866,31 @@ class Relay:
             last_daemon_seen=last_seen,
             warnings=tuple(warnings),
         )
+
+
+def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:
+    return WatchRow(
+        id=instance.id,
+        contact=address,
+        state=instance.state,
+        previous_state=instance.previous_state,
+        objective=instance.objective,
+        campaign=instance.campaign,
+        updated_at=instance.updated_at,
+        next_heartbeat_at=instance.next_heartbeat_at,
+        queue_depth=int(depth or 0),
+        last_message=last.body if last else None,
+        last_direction=last.direction if last else None,
+        last_message_at=last.created_at if last else None,
+    )
+
+
+#: The outbound statuses ``relay status`` reports (pending and failed).
+STATUS_COUNTED = (
+    MessageStatus.QUEUED.value,
+    MessageStatus.SENDING.value,
+    MessageStatus.FAILED.value,
+)
 
 
 def queue_outbound(
@@ -589,6 +955,25 @@ def _clean_text(text: str, what: str) -> str:
         raise InvalidInput(f"{what} must not be empty")
     if len(cleaned) > MAX_TEXT:
         raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
+    return cleaned
+
+
+def _result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    from relay.engine.answers import check_schema
+
+    return check_schema(dict(schema))
+MAX_CAMPAIGN = 128
+
+
+def _campaign(name: str | None) -> str | None:
+    """A campaign tag: trimmed, not empty, at most 128 characters."""
+    if name is None:
+        return None
+    cleaned = name.replace("\x00", "").strip()
+    if not cleaned or len(cleaned) > MAX_CAMPAIGN:
+        raise InvalidInput(f"--campaign must be 1 to {MAX_CAMPAIGN} characters")
     return cleaned
 
 

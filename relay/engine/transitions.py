@@ -17,8 +17,9 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
+from relay.engine import events
 from relay.store import claims, queries
-from relay.store.models import Instance, Transition
+from relay.store.models import Instance, Transition, table_of
 
 SYSTEM = "relay"
 
@@ -94,6 +95,14 @@ def apply_event(
         reason=reason,
         created_at=now,
     )
+    events.record(
+        session,
+        events.Kind.STATE,
+        instance.id,
+        {"from": current.value, "to": target.value, "event": event.value, "reason": reason},
+        now,
+        actor=actor,
+    )
     # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
     instance_extra = {"instance_id": instance.id}
     log.info(
@@ -150,7 +159,7 @@ def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert the transition-log rows collected by ``apply_event(..., log_rows=...)``,
     in the caller's transaction (so each still commits with its state change)."""
     if rows:
-        session.execute(insert(Transition.__table__), rows)
+        session.execute(insert(table_of(Transition)), rows)
         rows.clear()
 
 
@@ -166,6 +175,8 @@ def record_creation(session: Session, instance: Instance, *, now: datetime, acto
             created_at=now,
         )
     )
+    data = {"from": None, "to": instance.state, "event": "start", "reason": None}
+    events.record(session, events.Kind.STATE, instance.id, data, now, actor=actor)
 
 
 def _move_heartbeat(instance: Instance, current: State, target: State, now: datetime) -> None:

@@ -29,19 +29,17 @@ from relay.core.turns import (
     TURN_REASONS,
     Action,
     ContextMessage,
-    ContextTodo,
     TurnContext,
     TurnPlan,
     TurnReason,
-    validate_actions,
 )
 from relay.core.values import Author, MessageStatus
-from relay.engine import policy, scoped_state, transitions
+from relay.engine import answers, events, policy, scoped_state, transitions
 from relay.engine.backends import agent_settings
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.service import outbound_row
 from relay.store import claims, queries
-from relay.store.models import Contact, Instance, Message, Todo
+from relay.store.models import Contact, Instance, Message, Todo, table_of
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -70,6 +68,8 @@ _CONTEXT_INSTANCE = (
     Instance.turn_attempts,
     Instance.follow_up_count,
     Instance.max_followups,
+    Instance.result_schema,
+    Instance.campaign,
 )
 
 REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
@@ -209,7 +209,8 @@ class TurnRunner:
                 f"the turn was started {attempts - 1} times without finishing",
             )
         try:
-            return self._call_agent(agent_name, context)
+            # An answer of the wrong kind is refused back to the agent to correct.
+            return answers.until_accepted(lambda c: self._call_agent(agent_name, c), context)
         except AgentError as exc:
             return self._fail(instance_id, version, context.reason, f"agent error: {exc.message}")
         except RelayError as exc:
@@ -280,7 +281,7 @@ class TurnRunner:
             instances = [
                 row
                 for row in session.execute(
-                    select(*_CONTEXT_INSTANCE, Contact.address)
+                    select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
                     .join(Contact, Contact.id == Instance.contact_id)
                     .where(Instance.id.in_(list(versions)))
                 )
@@ -302,7 +303,7 @@ class TurnRunner:
                     reason=reason,
                     objective=row.objective,
                     contact=row.address,
-                    todos=tuple(ContextTodo(t.position, t.text, t.status) for t in todos[row.id]),
+                    todos=tuple(answers.context_todo(t) for t in todos[row.id]),
                     transcript=tuple(_context_message(m) for m in transcripts[row.id]),
                     new_messages=tuple(_context_message(m) for m in inbound[row.id]),
                     state=states[row.id],
@@ -311,6 +312,9 @@ class TurnRunner:
                     ),
                     max_followups=row.max_followups,
                     now=now,
+                    result_schema=row.result_schema,
+                    contact_fields=dict(row.fields or {}),
+                    campaign=row.campaign,
                 )
                 found[row.id] = (context, row.agent, row.turn_attempts)
             return found
@@ -350,7 +354,8 @@ class TurnRunner:
                     for item in items
                 ]
                 if loaded.messages:
-                    session.execute(insert(Message.__table__), loaded.messages)
+                    session.execute(insert(table_of(Message)), loaded.messages)
+                    events.record_outbound(session, loaded.messages, self.relay.now())
                 transitions.write_log(session, loaded.log_rows)
                 return outcomes
         except Exception:
@@ -373,7 +378,7 @@ class TurnRunner:
         if instance is None or not self._ours(instance, version):
             return self._discarded(instance_id, context.reason, session)
         try:
-            plan = validate_actions(actions, {t.id for t in context.todos})
+            plan = answers.plan_for(actions, context)
         except InvalidInput as exc:
             return self._intervene(
                 session, instance, context.reason, f"invalid agent action: {exc.message}"
@@ -432,6 +437,7 @@ class TurnRunner:
             todo: Todo = todos[todo_id]
             todo.status = status.value
             todo.updated_at = now
+        answers.apply(session, instance, todos, plan, now)
         for key, value in plan.state_updates:
             scoped_state.store(session, instance, key, value, now)
         seen = {m.id for m in context.new_messages}

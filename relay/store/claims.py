@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, aliased
 from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
+from relay.store.database import affected
 from relay.store.models import Instance, Message
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
@@ -96,9 +97,7 @@ def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message
 def _undelivered(instance_id: Any) -> Any:
     """Outbound of the instance not yet in the contact's hands (queued, sending)."""
     pending = aliased(Message)
-    return exists().where(
-        pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING)
-    )
+    return exists().where(pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING))
 
 
 def _heartbeat_due(cutoff: datetime) -> list[Any]:
@@ -181,16 +180,20 @@ def release_claims_of(session: Session, owners: list[str], now: datetime) -> tup
     dead) due at once instead of when their leases run out; (turns, messages)."""
     if not owners:
         return 0, 0
-    turns = session.execute(
-        update(Instance)
-        .where(Instance.lease_owner.in_(owners))
-        .values(lease_owner=None, lease_expires_at=None)
-    ).rowcount
-    messages = session.execute(
-        update(Message)
-        .where(Message.lease_owner.in_(owners), Message.status == MessageStatus.SENDING.value)
-        .values(next_attempt_at=now)
-    ).rowcount
+    turns = affected(
+        session.execute(
+            update(Instance)
+            .where(Instance.lease_owner.in_(owners))
+            .values(lease_owner=None, lease_expires_at=None)
+        )
+    )
+    messages = affected(
+        session.execute(
+            update(Message)
+            .where(Message.lease_owner.in_(owners), Message.status == MessageStatus.SENDING.value)
+            .values(next_attempt_at=now)
+        )
+    )
     return int(turns or 0), int(messages or 0)
 
 
@@ -226,10 +229,17 @@ def sent_since(session: Session, channel: str, since: datetime) -> tuple[int, da
 def next_due(session: Session, now: datetime) -> datetime | None:
     """The earliest moment any work falls due (for bringing the daemon's pulse forward)."""
     candidates = [
+        # The first in index order (state, next_heartbeat_at), not a min() over
+        # every waiting instance.
         session.scalar(
-            select(func.min(Instance.next_heartbeat_at)).where(
-                Instance.state == State.WAITING_FOR_REPLY.value, ~_undelivered(Instance.id)
+            select(Instance.next_heartbeat_at)
+            .where(
+                Instance.state == State.WAITING_FOR_REPLY.value,
+                Instance.next_heartbeat_at.is_not(None),
+                ~_undelivered(Instance.id),
             )
+            .order_by(Instance.next_heartbeat_at)
+            .limit(1)
         ),
         session.scalar(
             select(func.min(Message.next_attempt_at)).where(Message.status.in_(OUTBOX_PENDING))

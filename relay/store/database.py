@@ -21,10 +21,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from relay.core.errors import ConfigError, SchemaOutOfDate
 from relay.core.secrets import mask_text, mask_url
+from relay.store import events as _events  # noqa: F401  (event rows insert at commit)
 
 # The newest Alembic revision this code expects. A test checks that it is the
 # head of migrations/, so read commands can check the schema without alembic.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0005"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -183,3 +184,9 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def affected(result: Any) -> int:
+    """Rows an UPDATE or DELETE touched (``rowcount`` is on the cursor result, which
+    SQLAlchemy's types do not promise for ``Session.execute``)."""
+    return int(getattr(result, "rowcount", 0) or 0)

@@ -7,7 +7,7 @@ test compares the schema the migrations build with these models.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -18,6 +18,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -34,6 +35,7 @@ NAMING = {
 
 # Referenced by name when a unique violation becomes a domain error.
 CONTACT_SLOT_INDEX = "uq_instances_contact_slot"
+IMPORT_KEY_INDEX = "uq_instances_import_key"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -78,6 +80,9 @@ class Contact(Base):
     undeliverable_reason: Mapped[str | None] = mapped_column(Text)
     # When the contact last wrote (WhatsApp's 24-hour session window hangs on it).
     last_inbound_at: Mapped[datetime | None]
+    # What an import (a CSV's columns) told about the contact: name, custom
+    # columns; filled into templates and shown to the agent.
+    fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -118,13 +123,25 @@ class Instance(Base):
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None]
     turn_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # What the program that started the conversation attached (``--meta k=v``),
+    # returned unchanged in every event and in show/result.
+    meta: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A JSON Schema for the whole result (``--schema``), keyed by todo id.
+    result_schema: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     ended_at: Mapped[datetime | None]
+    # A tag grouping conversations (``relay import --campaign``, ``relay start --campaign``).
+    campaign: Mapped[str | None] = mapped_column(String(128), index=True)
+    # One row of one import: re-running the import starts nothing twice.
+    import_key: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (
         Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
+        Index(IMPORT_KEY_INDEX, "import_key", unique=True),
         Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
+        # Due heartbeats (and the daemon's next_due), earliest first (issue 12).
+        Index("ix_instances_state_next_heartbeat_at_seq", "state", "next_heartbeat_at", "seq"),
     )
 
 
@@ -138,6 +155,16 @@ class Todo(Base):
     text: Mapped[str] = mapped_column(Text)
     status: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[datetime]
+    # The answer the todo wants (see relay.core.answers): kind and its options.
+    answer_kind: Mapped[str] = mapped_column(String(16), default="text", server_default="text")
+    answer_spec: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    required: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # The answer as recorded by the agent (normalised JSON), and where it came from.
+    answer: Mapped[Any] = mapped_column(JSON, nullable=True)
+    answer_message_id: Mapped[int | None] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite")
+    )
+    answered_at: Mapped[datetime | None]
 
 
 class Message(Base):
@@ -184,6 +211,8 @@ class Message(Base):
         Index("ix_messages_status_next_attempt_at", "status", "next_attempt_at"),
         Index("ix_messages_channel_sent_at", "channel", "sent_at"),
         Index("ix_messages_channel_provider_message_id", "channel", "provider_message_id"),
+        # `relay status`: outbound by status, unread inbound (issue 12).
+        Index("ix_messages_direction_status", "direction", "status"),
     )
 
 
@@ -201,6 +230,23 @@ class Transition(Base):
     event: Mapped[str] = mapped_column(String(48))
     actor: Mapped[str] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class EventRow(Base):
+    """The append-only event log a program follows (``relay events``): its id is
+    the cursor. Rows are written in the transaction of what they record, and on
+    PostgreSQL in commit order (see :mod:`relay.store.events`)."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    # No foreign key: the log outlives what it mentions (a contact-level command
+    # names no instance; a pruned instance keeps its audit trail).
+    instance_id: Mapped[str | None] = mapped_column(String(16), index=True)
+    actor: Mapped[str | None] = mapped_column(String(64))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime]
 
 
@@ -253,3 +299,8 @@ class Daemon(Base):
     started_at: Mapped[datetime]
     last_pulse_at: Mapped[datetime | None]
     stopped_at: Mapped[datetime | None]
+
+
+def table_of(model: type[Base]) -> Table:
+    """A model's table, for Core statements (bulk inserts of plain dicts)."""
+    return cast(Table, model.__table__)

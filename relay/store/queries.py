@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, exists, func, select
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
@@ -38,23 +38,51 @@ def is_slot_violation(exc: IntegrityError) -> bool:
 
 
 def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> Instance:
-    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error."""
+    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error.
+
+    An exact id is one unique-index lookup; a prefix is a range on the same index
+    (``id >= prefix AND id < next``), never a ``LIKE`` that scans the table.
+    """
     cleaned = prefix.strip().lower()
     if not cleaned:
         raise NotFound("no instance id given")
-    escaped = cleaned.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    query = select(Instance).where(Instance.id.like(escaped + "%", escape="\\")).limit(2)
-    if lock:
-        query = query.with_for_update()
-    found = session.scalars(query).all()
+    exact = session.scalar(_locked(select(Instance).where(Instance.id == cleaned), lock))
+    if exact is not None:
+        return exact
+    query = select(Instance).where(_prefix_condition(cleaned))
+    found = session.scalars(_locked(query.order_by(Instance.id).limit(2), lock)).all()
+    found = [i for i in found if i.id.startswith(cleaned)]
     if not found:
         raise NotFound(f"no instance matches {prefix!r}")
     if len(found) > 1:
-        exact = [i for i in found if i.id == cleaned]
-        if exact:
-            return exact[0]
         raise Ambiguous(f"instance id {prefix!r} is ambiguous; type more characters")
     return found[0]
+
+
+def _locked(query: Any, lock: bool) -> Any:
+    return query.with_for_update() if lock else query
+
+
+#: Characters an instance id may hold, in the order every collation sorts them.
+_ID_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _prefix_condition(prefix: str) -> Any:
+    """``id`` starts with ``prefix``, as a range the unique index answers.
+
+    Ids are lower-case letters and digits, which binary (SQLite) and linguistic
+    (PostgreSQL's default) collations order alike, so the upper bound is the prefix
+    with its last character moved one up that alphabet. Anything else falls back
+    to ``LIKE`` (nothing relay made can match it).
+    """
+    if not all(ch in _ID_CHARS for ch in prefix):
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return Instance.id.like(escaped + "%", escape="\\")
+    stem = prefix.rstrip(_ID_CHARS[-1])
+    if not stem:
+        return Instance.id >= prefix
+    upper = stem[:-1] + _ID_CHARS[_ID_CHARS.index(stem[-1]) + 1]
+    return and_(Instance.id >= prefix, Instance.id < upper)
 
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
@@ -175,7 +203,7 @@ CONTEXT_COLUMNS = (
 
 def transcripts_for(
     session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
-) -> dict[str, list[Row[Any]]]:
+) -> dict[str, list[Any]]:
     """:func:`transcript_of` with ``limit`` for several instances at once, as read-only
     rows of :data:`CONTEXT_COLUMNS`."""
     query = select(
@@ -188,7 +216,7 @@ def transcripts_for(
         query = query.where(Message.status.not_in(UNDELIVERABLE))
     ranked = query.subquery()
     columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(*columns).where(ranked.c.recent <= limit).order_by(ranked.c.id)
     ):
@@ -196,9 +224,9 @@ def transcripts_for(
     return found
 
 
-def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
     """:func:`unprocessed_inbound_for` as read-only rows of :data:`CONTEXT_COLUMNS`."""
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
         select(*CONTEXT_COLUMNS)
         .where(
@@ -210,11 +238,21 @@ def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str,
     return found
 
 
-def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
-    """:func:`todos_for` as read-only rows (instance_id, position, text, status)."""
-    found: dict[str, list[Row[Any]]] = {i: [] for i in instance_ids}
+def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
+    """:func:`todos_for` as read-only rows (instance_id, position, text, status, and
+    the answer wanted and recorded)."""
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     for row in session.execute(
-        select(Todo.instance_id, Todo.position, Todo.text, Todo.status)
+        select(
+            Todo.instance_id,
+            Todo.position,
+            Todo.text,
+            Todo.status,
+            Todo.answer_kind,
+            Todo.answer_spec,
+            Todo.required,
+            Todo.answer,
+        )
         .where(Todo.instance_id.in_(instance_ids))
         .order_by(Todo.position)
     ):
@@ -237,7 +275,7 @@ def unprocessed_inbound_for(
     return found
 
 
-def count_by(session: Session, column: object, *where: object) -> dict[str, int]:
+def count_by(session: Session, column: Any, *where: Any) -> dict[str, int]:
     rows = session.execute(select(column, func.count()).where(*where).group_by(column)).all()
     return {str(key): int(count) for key, count in rows}
 
@@ -368,7 +406,7 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
         )
         .order_by(Message.id)
     ):
-        found[instance_id].append(provider_id)
+        found[str(instance_id)].append(str(provider_id))
     return {key: tuple(ids) for key, ids in found.items()}
 
 
@@ -432,3 +470,34 @@ def stranded_queues(session: Session) -> list[int]:
             .distinct()
         )
     )
+
+
+def instances_by_id(session: Session, instance_ids: Sequence[str]) -> Sequence[Instance]:
+    """Instances by exact id, in the order given (unknown ids are left out)."""
+    if not instance_ids:
+        return []
+    found = {
+        i.id: i for i in session.scalars(select(Instance).where(Instance.id.in_(instance_ids)))
+    }
+    return [found[i] for i in instance_ids if i in found]
+
+
+def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Message]:
+    if not message_ids:
+        return {}
+    return {m.id: m for m in session.scalars(select(Message).where(Message.id.in_(message_ids)))}
+
+
+def latest_reasons(session: Session, instance_ids: Sequence[str]) -> dict[str, str]:
+    """Each instance's latest transition reason (why it is where it is), one query."""
+    if not instance_ids:
+        return {}
+    latest = (
+        select(func.max(Transition.id))
+        .where(Transition.instance_id.in_(instance_ids))
+        .group_by(Transition.instance_id)
+    )
+    rows = session.execute(
+        select(Transition.instance_id, Transition.reason).where(Transition.id.in_(latest))
+    )
+    return {instance_id: reason for instance_id, reason in rows if reason}

@@ -44,7 +44,7 @@ def test_reply_completes_the_todo_in_progress_and_asks_the_next(make_context):
         new=["Tuesday the 14th"],
     )
     assert scripted().run(context) == [
-        A.mark_todo_item(1, "completed"),
+        A.mark_todo_item(1, "completed", answer="Tuesday the 14th"),
         A.set_state("answer:1", "Tuesday the 14th"),
         A.mark_todo_item(2, "in_progress"),
         A.send_message("Could you help me with this: Invoice address"),
@@ -59,7 +59,7 @@ def test_reply_without_a_todo_in_progress_answers_the_first_pending(make_context
     )
     actions = scripted().run(context)
     assert actions[:2] == [
-        A.mark_todo_item(2, "completed"),
+        A.mark_todo_item(2, "completed", answer="12 Rue de la Paix"),
         A.set_state("answer:2", "12 Rue de la Paix"),
     ]
     assert actions[2] == A.mark_todo_item(3, "in_progress")
@@ -72,7 +72,7 @@ def test_reply_to_the_last_todo_thanks_and_ends(make_context):
         new=["12 Rue de la Paix", "Paris"],
     )
     assert scripted().run(context) == [
-        A.mark_todo_item(2, "completed"),
+        A.mark_todo_item(2, "completed", answer="12 Rue de la Paix\nParis"),
         A.set_state("answer:2", "12 Rue de la Paix\nParis"),
         A.send_message("Thank you, that's everything I needed. Have a good day!"),
         A.end_conversation("completed"),
@@ -103,7 +103,9 @@ def test_words_that_merely_contain_a_trigger_are_answers(make_context):
     context = make_context(
         TurnReason.REPLY, todos=[("Delivery date", "in_progress")], new=["Personally, Monday"]
     )
-    assert scripted().run(context)[0] == A.mark_todo_item(1, "completed")
+    assert scripted().run(context)[0] == A.mark_todo_item(
+        1, "completed", answer="Personally, Monday"
+    )
 
 
 def test_follow_up_names_the_question_and_counts(make_context):

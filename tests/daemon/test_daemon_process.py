@@ -134,7 +134,7 @@ def test_detach_status_stop(db_url: str, make_relay: Callable[..., Relay], tmp_p
     status = run_relay(work, "daemon", "status", env=env)
     assert (status.returncode, status.stdout.strip()) == (0, f"daemon running (pid {pid})")
     as_json = run_relay(work, "daemon", "status", "--json", env=env)
-    assert json.loads(as_json.stdout) == {"running": True, "pid": pid}
+    assert json.loads(as_json.stdout) == {"schema_version": 1, "running": True, "pid": pid}
 
     again = run_relay(work, "daemon", "--detach", env=env)
     assert again.returncode == 2
@@ -456,7 +456,7 @@ def test_a_pid_file_naming_an_unrelated_live_process_is_not_believed(
         pid_file.write_text(str(sleeper.pid))
         status = run_relay(work, "daemon", "status", "--json", env=env)
         assert status.returncode == 3, status.stderr
-        assert json.loads(status.stdout) == {"running": False, "pid": None}
+        assert json.loads(status.stdout) == {"schema_version": 1, "running": False, "pid": None}
 
         pid_file.write_text(str(sleeper.pid))
         stopped = run_relay(work, "daemon", "stop", env=env)

@@ -123,6 +123,10 @@ def test_daemon_status_without_a_daemon(cli: Callable[..., Any]) -> None:
     status = cli("daemon", "status")
     assert status.exit_code == 3
     assert "no daemon is running here" in status.stdout
-    assert cli("daemon", "status", "--json").json() == {"running": False, "pid": None}
+    assert cli("daemon", "status", "--json").json() == {
+        "schema_version": 1,
+        "running": False,
+        "pid": None,
+    }
     stopped = cli("daemon", "stop")
     assert stopped.exit_code == 0 and "no daemon is running here" in stopped.stdout

@@ -50,7 +50,9 @@ def test_start_json_has_the_first_message(cli: Cli) -> None:
     assert data["state"] == "WAITING_FOR_REPLY"
     assert data["first_message"].endswith("Which day?")
     assert data["first_message_status"] == "sent"
-    assert data["todos"] == [{"id": 1, "text": "Which day?", "status": "in_progress"}]
+    assert [(t["id"], t["text"], t["status"]) for t in data["todos"]] == [
+        (1, "Which day?", "in_progress")
+    ]
     history = ok(cli("history", data["id"], "--json")).json()
     assert [h["to_state"] for h in history] == ["CREATED", "ACTIVE", "WAITING_FOR_REPLY"]
 
@@ -61,6 +63,7 @@ def test_start_defer_leaves_it_for_tick(cli: Cli, tmp_path: Path) -> None:
     assert state == "CREATED" and console_lines(tmp_path) == []
 
     data = ok(cli("tick", "--json")).json()
+    assert data.pop("schema_version") == 1
     assert data == {
         "resumed": 0,
         "heartbeats_fired": 0,
@@ -200,7 +203,9 @@ def test_demo_json(run_cli: Cli) -> None:
     assert data["instance"]["end_reason"] == "completed"
     assert {t["status"] for t in data["instance"]["todos"]} == {"completed"}
     authors = [m["author"] for m in data["transcript"]]
-    assert authors == ["agent", "contact"] * 3 + ["agent"]
+    assert authors == ["agent", "contact"] * 4 + ["agent"]  # one answer refused, asked again
+    assert data["result"]["answers"]["1"] is True and data["result"]["complete"] is True
+    assert data["result"]["answers"]["3"] == "5550143"
     assert {m["status"] for m in data["transcript"]} == {"sent", "processed"}
     assert data["history"][0]["to_state"] == "CREATED"
     assert data["history"][-1]["to_state"] == "COMPLETED"

@@ -1,0 +1,188 @@
+"""Follow-ups per second from real ``relay daemon`` processes, with the raw-sqlite reference.
+
+A store of ``--stored`` conversations (bulk-cloned, see ``bulk.py``) of which
+``--due`` wait for a reply with their heartbeat already due; ``--daemons``
+``relay daemon`` subprocesses (scripted agent, console channel writing JSONL)
+work until every one of them has its follow-up delivered. The poller only reads
+(a ``mode=ro`` SQLite connection, autocommit SELECTs on PostgreSQL).
+
+The rate is ``due`` over the daemons' own time stamps: from the first
+``heartbeat_fires`` transition to the last follow-up's ``sent_at`` (start-up and
+interpreter import excluded). Lateness is each follow-up's ``sent_at`` minus its
+first heartbeat firing (all fall due at once: the p99 of a burst).
+
+On SQLite the reference is raw ``sqlite3`` doing the writes a follow-up needs at
+minimum (an UPDATE of the instance and two INSERTs, a message and a transition;
+transactions of 100) on the same file, same pragmas, just after the daemons.
+
+    python bench/daemon_throughput.py --due 10000
+    python bench/daemon_throughput.py --daemons 4 \
+        --database postgresql://postgres@127.0.0.1:5432/postgres
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import bulk
+from benchlib import (
+    ReadOnly,
+    emit,
+    machine,
+    peak_rss_mb,
+    percentile,
+    start_daemon,
+    stop,
+    throwaway_store,
+    wait_for,
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", help="PostgreSQL server URL (default: a temporary SQLite)")
+    parser.add_argument("--due", type=int, default=10_000, help="follow-ups due at once")
+    parser.add_argument("--stored", type=int, default=0,
+                        help="extra ended conversations in the store (its size)")
+    parser.add_argument("--daemons", type=int, default=1)
+    parser.add_argument("--batch", type=int, help="daemon.batch (default: relay's)")
+    parser.add_argument("--no-reference", action="store_true")
+    parser.add_argument("--max-seconds", type=float,
+                        help="stop the daemons after this long (for peak RSS on a big backlog)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with throwaway_store(args.database) as bench:
+        figures = run(bench, args)
+    figures["machine"] = machine()
+    table = [
+        ("database / daemons", f"{figures['database']} / {args.daemons}"),
+        ("stored / due", f"{figures['stored']:,} / {args.due:,}"),
+        ("follow-ups/s (daemon time stamps)", f"{figures['per_second']:,.0f}"),
+        ("burst lateness p50 / p99 (s)",
+         f"{figures['lateness_p50_s']:.2f} / {figures['lateness_p99_s']:.2f}"),
+        ("daemon peak RSS (MB)", f"{figures['peak_rss_mb']:.0f}"),
+    ]
+    if "reference_sqlite_per_s" in figures:
+        table.append(("reference raw sqlite3 /s", f"{figures['reference_sqlite_per_s']:,.0f}"))
+        table.append(("ratio", f"{figures['per_second'] / figures['reference_sqlite_per_s']:.2f}"))
+    emit(figures, args.json, table)
+    return 0
+
+
+def seed(bench: Any, args: argparse.Namespace) -> tuple[Any, dict[str, datetime]]:
+    relay = bench.relay()
+    template = bulk.make_template(relay)
+    if args.stored:
+        bulk.clone(relay, template, args.stored, tag="c", state="COMPLETED")
+    due_at = datetime.now(UTC) - timedelta(minutes=1)
+    bulk.clone(relay, template, args.due, tag="w", heartbeat_at=due_at)
+    # The template's own heartbeat is a day away: it plays no part.
+    if relay.store.dialect == "postgresql":
+        bulk.analyze(relay)  # autovacuum's job on a server; see docs/performance.md
+    relay.store.dispose()
+    return relay, {"due_at": due_at}
+
+
+def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
+    relay, info = seed(bench, args)
+    reader = ReadOnly(bench.url)
+    first_id = reader.scalar("SELECT max(id) FROM messages")
+    settings: dict[str, Any] = {}
+    if args.batch:
+        settings["daemon.batch"] = args.batch
+    daemons = [start_daemon(bench, f"d{i}", **settings) for i in range(args.daemons)]
+    peaks = [0.0] * len(daemons)
+
+    def done() -> bool:
+        for index, daemon in enumerate(daemons):
+            peaks[index] = max(peaks[index], peak_rss_mb(daemon.pid))
+        sent = reader.scalar(
+            "SELECT count(*) FROM messages WHERE id > ? AND status = 'sent'", first_id)
+        return sent >= args.due
+
+    try:
+        wait_for(done, timeout=args.max_seconds or 600, every=0.25,
+                 alive=lambda: all(d.poll() is None for d in daemons))
+    except SystemExit:
+        if not args.max_seconds:
+            raise
+    finally:
+        codes = [stop(d) for d in daemons]
+    figures = _figures(reader, first_id, info["due_at"], args)
+    reader.close()
+    figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
+                   exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
+    if relay.store.dialect == "sqlite" and not args.no_reference:
+        figures["reference_sqlite_per_s"] = reference_sqlite(bench.url, args.due)
+    return figures
+
+
+def _parse(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
+
+
+def _figures(reader: ReadOnly, first_id: int, due_at: datetime,
+             args: argparse.Namespace) -> dict[str, Any]:
+    sent = [_parse(v) for (v,) in reader.rows(
+        "SELECT sent_at FROM messages WHERE id > ? AND status = 'sent'", first_id)]
+    fired = _parse(reader.scalar(
+        "SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires'"))
+    span = (max(sent) - fired).total_seconds()
+    # All were due before the daemons started: count from the first firing.
+    late = [(s - fired).total_seconds() for s in sent]
+    return {
+        "per_second": round(len(sent) / span, 1),
+        "seconds": round(span, 3),
+        "lateness_p50_s": round(percentile(late, 0.5), 3),
+        "lateness_p99_s": round(percentile(late, 0.99), 3),
+        "due": args.due,
+    }
+
+
+def reference_sqlite(url: str, count: int) -> float:
+    """Raw sqlite3: per follow-up an UPDATE and two INSERTs, transactions of 100."""
+    path = url.split(":///", 1)[1]
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    ids = [r[0] for r in conn.execute(
+        "SELECT id, contact_id FROM instances WHERE state = 'WAITING_FOR_REPLY' LIMIT ?",
+        (count,))]
+    contacts = dict(conn.execute("SELECT id, contact_id FROM instances").fetchall())
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    started = time.perf_counter()
+    for offset in range(0, len(ids), 100):
+        conn.execute("BEGIN IMMEDIATE")
+        for iid in ids[offset:offset + 100]:
+            conn.execute(
+                "UPDATE instances SET follow_up_count = follow_up_count + 1, "
+                "next_heartbeat_at = ?, updated_at = ?, version = version + 1 WHERE id = ?",
+                (stamp, stamp, iid))
+            conn.execute(
+                "INSERT INTO messages (instance_id, contact_id, direction, author, body, "
+                "status, channel, kind, idempotency_key, attempts, proactive, created_at, "
+                "sent_at) VALUES (?, ?, 'outbound', 'agent', 'Just following up', 'sent', "
+                "'console', 'message', ?, 1, 1, ?, ?)",
+                (iid, contacts[iid], f"ref-{iid}-{os.getpid()}", stamp, stamp))
+            conn.execute(
+                "INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
+                "created_at) VALUES (?, 'HEARTBEAT_SCHEDULED', 'WAITING_FOR_REPLY', "
+                "'followup_sent', 'agent', ?)", (iid, stamp))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return round(len(ids) / elapsed, 1)
+
+
+if __name__ == "__main__":
+    os.environ.pop("RELAY_CONFIG", None)
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""``relay inbox`` (inbound no conversation took) and ``relay retry`` (a failed delivery)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from relay.cli import render
+from relay.cli.main import JsonOption, state
+
+
+def inbox(
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kind", help="unrouted, late or rejected; repeat for several (default: all)."
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    json_out: JsonOption = False,
+) -> None:
+    """Inbound messages no conversation took: from senders with no live conversation
+    (unrouted), replies after a conversation ended (late), unusable senders (rejected)."""
+    from relay.engine.operations import INBOX_KINDS
+
+    items = state.relay().inbox(kinds=tuple(kind or INBOX_KINDS), limit=limit)
+    if json_out:
+        render.emit_json([i.to_json() for i in items])
+        return
+    render.table(
+        "inbox",
+        [
+            render.Col("kind"),
+            render.Col("#", justify="right"),
+            render.Col("time", optional=True),
+            render.Col("from"),
+            render.Col("conversation", optional=True),
+            render.Col("text", "text"),
+        ],
+        ([i.kind, i.id, render.when(i.at), i.sender, i.instance_id or "-", i.text] for i in items),
+    )
+
+
+def retry(
+    message_id: Annotated[int, typer.Argument(metavar="MESSAGE", help="The message number.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Deliver a failed message again (its conversation must still be live)."""
+    from relay.engine.outbox import deliver_one
+
+    relay = state.relay()
+    message = relay.retry(message_id)
+    try:
+        message = deliver_one(relay, message.id)
+    except Exception as exc:
+        render.warn(f"could not deliver now ({exc}); the message stays queued")
+    if json_out:
+        render.emit_json(message.to_json())
+        return
+    why = f": {message.last_error}" if message.last_error else ""
+    if message.status == "sent":
+        render.line(f"sent to {message.contact} (message {message.id})")
+    elif message.status in ("queued", "sending"):
+        render.line(
+            f"queued for {message.contact} (message {message.id}{why}); "
+            "the daemon or `relay tick` will deliver it"
+        )
+    else:
+        render.line(
+            f"not delivered to {message.contact} (message {message.id}, {message.status}{why})"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(inbox)
+    app.command()(retry)

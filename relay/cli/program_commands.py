@@ -1,0 +1,168 @@
+"""Commands for a program that drives relay: result, events, wait."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from relay.cli import render
+from relay.cli.main import JsonOption, state
+
+if TYPE_CHECKING:
+    from relay.engine.views import EventView, ResultView
+
+WAIT_HELP = """Wait until a condition holds for the conversations IDS, reading the store
+(cheap for hours; works with the daemon on another machine over PostgreSQL).
+
+Conditions (--for): done (every one ended), reply (the contact wrote, after --since or
+after the wait began), answer (every required todo answered), needs-human.
+
+Exit codes: 0 the condition holds; 3 a conversation needs a human (and you waited for
+something else); 4 timed out; 5 they ended without the condition; 2 unknown id or bad
+input."""
+
+
+def result(
+    instance_id: Annotated[str, typer.Argument(metavar="ID", help="Instance id or unique prefix.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Each todo with its status, its answer and the message it came from (final once
+    the conversation has ended)."""
+    view = state.relay().result(instance_id)
+    if json_out:
+        render.emit_json(view.to_json())
+        return
+    _print_result(view)
+
+
+def _print_result(view: ResultView) -> None:
+    final = "final" if view.final else "so far"
+    render.line(f"{view.id} {view.state} ({final}; contact {view.contact})")
+    render.table(
+        "result",
+        ["#", "status", "kind", "answer", "from message"],
+        (
+            [
+                t.todo.id,
+                t.todo.status,
+                t.todo.answer_kind + ("" if t.todo.required else "?"),
+                render.answer(t.todo.answer) if t.todo.answered else "-",
+                f"{t.message.id}: {t.message.text}" if t.message else "-",
+            ]
+            for t in view.todos
+        ),
+    )
+    if view.missing_answers and view.state == "COMPLETED":
+        missing = ", ".join(str(i) for i in view.missing_answers)
+        render.warn(f"completed without the answers of required todo(s) {missing}")
+    for error in view.schema_errors:
+        render.warn(f"result schema: {error}")
+
+
+def events(
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only events after this cursor (each event gives its own)."),
+    ] = None,
+    instance: Annotated[
+        list[str] | None,
+        typer.Option("--instance", "-i", help="Only this conversation's events; repeatable."),
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new events as they commit.")
+    ] = False,
+    limit: Annotated[int, typer.Option(help="At most this many (without --follow).")] = 1000,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object per line (JSON Lines).")
+    ] = False,
+) -> None:
+    """Every state change, message in and out, answer and operator command, in commit
+    order, each with a cursor: resume with --since CURSOR and nothing is missed or
+    repeated."""
+    relay = state.relay()
+    cursor = since
+    delay = 0.1
+    while True:
+        found = relay.events(since=cursor, instance_ids=instance or None, limit=limit)
+        for event in found:
+            _print_event(event, json_out)
+        if found:
+            cursor = str(found[-1].id)
+            delay = 0.1
+        if not follow:
+            return
+        time.sleep(delay)
+        delay = min(2.0, delay * 1.5)
+
+
+def _print_event(event: EventView, json_out: bool) -> None:
+    if json_out:
+        render.emit_json_line(event.to_json())
+        return
+    details = render.arguments(event.data)
+    meta = f" meta: {render.arguments(event.meta)}" if event.meta else ""
+    who = f" by {event.actor}" if event.actor else ""
+    render.line(
+        f"{event.id}\t{render.when(event.at)}\t{event.instance_id or '-'}\t"
+        f"{event.kind}{who}\t{details}{meta}"
+    )
+
+
+def wait(
+    instance_ids: Annotated[list[str], typer.Argument(metavar="IDS...", help="Instance ids.")],
+    until: Annotated[
+        str,
+        typer.Option("--for", help="done | reply | answer | needs-human"),
+    ] = "done",
+    timeout: Annotated[
+        str | None, typer.Option(help="Give up after this long: 90s, 30m, 2h (default: never).")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="For --for reply: count replies after this event cursor."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    outcome = state.relay().wait(instance_ids, until=until, timeout=timeout, since=since)
+    if json_out:
+        render.emit_json(outcome.to_json())
+    else:
+        states = ", ".join(f"{v.id} {v.state}" for v in outcome.instances)
+        what = until if outcome.outcome == "met" else outcome.outcome.replace("_", " ")
+        render.line(f"{what}: {states} (cursor {outcome.cursor})")
+    raise typer.Exit(outcome.exit_code)
+
+
+wait.__doc__ = WAIT_HELP
+
+
+def mcp() -> None:
+    """Serve relay's verbs as MCP tools on stdin/stdout (start, status, show, transcript,
+    result, wait, send, pause, resume, cancel, events). Needs relay-outreach[mcp]."""
+    try:
+        from relay.engine.mcp_server import serve
+    except ImportError:
+        from relay.core.errors import ConfigError
+
+        raise ConfigError(
+            "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
+        ) from None
+    relay = state.relay()
+    if relay.actor is None:
+        relay.actor = f"mcp:{_os_user()}"
+    serve(relay)
+
+
+def _os_user() -> str:
+    from relay.engine.audit import os_user
+
+    return os_user()
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(result)
+    app.command()(events)
+    app.command()(wait)
+    app.command()(mcp)

@@ -1,0 +1,79 @@
+"""The event log a program follows (``relay events``, ``relay wait``): what happened,
+in commit order, each with a stable cursor (its id).
+
+The few places that change state call :func:`record` in the transaction that
+changes it; the rows are inserted when that transaction commits (see
+:mod:`relay.store.events`). Message bodies are not copied into events: a program
+reads them with ``relay transcript``; events carry message ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from relay.store import events as store_events
+from relay.store.models import Message
+
+
+class Kind(StrEnum):
+    STATE = "state.changed"
+    QUEUED = "message.queued"
+    RECEIVED = "message.received"
+    SENT = "message.sent"
+    FAILED = "message.failed"
+    ANSWER = "answer.recorded"
+    COMMAND = "command"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def record(
+    session: Session,
+    kind: Kind,
+    instance_id: str | None,
+    data: dict[str, Any],
+    now: datetime,
+    *,
+    actor: str | None = None,
+) -> None:
+    """Add one event to the session's transaction (inserted at its commit)."""
+    store_events.add(
+        session,
+        {
+            "kind": kind.value,
+            "instance_id": instance_id,
+            "actor": actor,
+            "data": data,
+            "created_at": now,
+        },
+    )
+
+
+def record_outbound(session: Session, rows: Iterable[dict[str, Any]], now: datetime) -> None:
+    """``message.queued`` for outbox rows a batch inserted with one statement (they
+    have no ids in hand: found by their idempotency keys, one indexed query)."""
+    keys = {row["idempotency_key"]: row for row in rows}
+    if not keys:
+        return
+    found = session.execute(
+        select(Message.id, Message.idempotency_key).where(Message.idempotency_key.in_(list(keys)))
+    )
+    for message_id, key in sorted(found):
+        row = keys[key]
+        record(session, Kind.QUEUED, row["instance_id"], _queued(message_id, row), now)
+
+
+def record_queued(session: Session, message: Message, now: datetime) -> None:
+    data = _queued(message.id, {"author": message.author, "channel": message.channel})
+    record(session, Kind.QUEUED, message.instance_id, data, now)
+
+
+def _queued(message_id: int, row: dict[str, Any]) -> dict[str, Any]:
+    return {"message_id": message_id, "author": row.get("author"), "channel": row.get("channel")}

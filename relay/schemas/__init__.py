@@ -1,0 +1,1 @@
+"""JSON Schemas of every ``relay ... --json`` output (see docs/json.md)."""

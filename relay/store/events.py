@@ -1,0 +1,85 @@
+"""Writing the event log: rows collected during a transaction, inserted at its commit.
+
+:func:`add` only appends to the session; just before the transaction commits,
+every collected row is inserted with one statement (a pulse's batch of turns or
+heartbeats costs one insert, like the transition log). A rolled-back
+transaction drops its rows with everything else.
+
+Cursor order is commit order. On PostgreSQL, ids from a sequence are handed out
+when rows are inserted, not when they commit: a reader at cursor 10 could miss
+id 9 committing a moment later. So the insert first takes a transaction-level
+advisory lock, held until the commit: transactions that write events commit
+their events one after another, and a reader never sees id N before every id
+below N is committed (or rolled back, leaving a gap that is never filled). The
+lock is taken last, after every row lock, so it cannot deadlock; it serialises
+only the insert and the commit itself. SQLite serialises all writers anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event, insert, select, text
+from sqlalchemy.orm import Session
+
+from relay.store.models import EventRow, Instance, table_of
+
+_PENDING = "relay_events"
+#: The advisory-lock key that orders event commits on PostgreSQL ("relay" in ASCII).
+ORDER_LOCK = 0x72656C6179
+
+
+def add(session: Session, row: dict[str, Any]) -> None:
+    """Record one event row; it commits with the session's transaction."""
+    session.info.setdefault(_PENDING, []).append(row)
+
+
+def pending(session: Session) -> list[dict[str, Any]]:
+    return list(session.info.get(_PENDING, ()))
+
+
+def _flush(session: Session) -> None:
+    rows = session.info.pop(_PENDING, None)
+    if not rows:
+        return
+    session.flush()
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ORDER_LOCK})
+    session.execute(insert(table_of(EventRow)), rows)
+
+
+def _drop(session: Session, *_: Any) -> None:
+    session.info.pop(_PENDING, None)
+
+
+event.listen(Session, "before_commit", _flush)
+event.listen(Session, "after_rollback", _drop)
+
+
+def read(
+    session: Session,
+    *,
+    after: int = 0,
+    instance_ids: list[str] | None = None,
+    kinds: list[str] | None = None,
+    limit: int = 1000,
+) -> list[tuple[EventRow, dict[str, Any] | None]]:
+    """Events after cursor ``after``, oldest first, each with its instance's meta."""
+    query = (
+        select(EventRow, Instance.meta)
+        .outerjoin(Instance, Instance.id == EventRow.instance_id)
+        .where(EventRow.id > after)
+        .order_by(EventRow.id)
+        .limit(limit)
+    )
+    if instance_ids is not None:
+        query = query.where(EventRow.instance_id.in_(instance_ids))
+    if kinds is not None:
+        query = query.where(EventRow.kind.in_(kinds))
+    return [(row, meta) for row, meta in session.execute(query)]
+
+
+def last_id(session: Session) -> int:
+    from sqlalchemy import func
+
+    return int(session.scalar(select(func.max(EventRow.id))) or 0)

@@ -1,0 +1,167 @@
+"""Named read queries for the operator's views: contacts, the inbox of unrouted
+inbound, and ``relay watch``'s rows. Each is one or two statements, whatever
+the number of rows, so a refreshing view does not hammer the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import case, func, select
+from sqlalchemy.orm import Session
+
+from relay.core.states import State
+from relay.core.values import Direction
+from relay.store.models import Contact, InboundReject, Instance, Message
+
+#: Marks inbound kept on a conversation that had already ended (``engine.inbound.LATE``).
+LATE_NOTE = "after the conversation ended"
+
+
+def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[Any]:
+    """Contacts newest first with their conversation counts (one statement)."""
+    counts = select(
+        Instance.contact_id,
+        func.count().label("conversations"),
+        func.sum(case((Instance.state == State.QUEUED.value, 1), else_=0)).label("queued"),
+        func.max(Instance.contact_slot).label("busy"),
+    )
+    if campaign:
+        counts = counts.where(Instance.campaign == campaign)
+    grouped = counts.group_by(Instance.contact_id).subquery()
+    holder = select(Instance.id).where(Instance.contact_slot == Contact.id).scalar_subquery()
+    query = select(
+        Contact,
+        func.coalesce(grouped.c.conversations, 0).label("conversations"),
+        func.coalesce(grouped.c.queued, 0).label("queued"),
+        holder.label("live_instance"),
+    )
+    if campaign:
+        query = query.join(grouped, grouped.c.contact_id == Contact.id)
+    else:
+        query = query.outerjoin(grouped, grouped.c.contact_id == Contact.id)
+    return list(session.execute(query.order_by(Contact.id.desc()).limit(limit)).all())
+
+
+def unrouted_inbound(session: Session, limit: int) -> list[Any]:
+    """Inbound that reached no conversation, newest first, with the sender."""
+    return list(
+        session.execute(
+            select(Message, Contact.address)
+            .join(Contact, Contact.id == Message.contact_id)
+            .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
+            .order_by(Message.id.desc())
+            .limit(limit)
+        ).all()
+    )
+
+
+def late_inbound(session: Session, limit: int) -> list[Any]:
+    """Inbound that arrived after its conversation ended, newest first."""
+    return list(
+        session.execute(
+            select(Message, Contact.address)
+            .join(Contact, Contact.id == Message.contact_id)
+            .where(
+                Message.instance_id.is_not(None),
+                Message.direction == Direction.INBOUND.value,
+                Message.note.contains(LATE_NOTE),
+            )
+            .order_by(Message.id.desc())
+            .limit(limit)
+        ).all()
+    )
+
+
+def rejected_inbound(session: Session, limit: int) -> Sequence[InboundReject]:
+    """Inbound kept aside because its sender is no usable address, newest first."""
+    return session.scalars(
+        select(InboundReject).order_by(InboundReject.id.desc()).limit(limit)
+    ).all()
+
+
+def watch_rows(
+    session: Session,
+    *,
+    states: Sequence[str],
+    contact_id: int | None,
+    campaign: str | None,
+    limit: int,
+) -> list[Any]:
+    """``relay watch``'s conversations: needs-human first, then the most recently
+    changed, each with its contact's queue depth (one statement)."""
+    depth = (
+        select(Instance.contact_id, func.count().label("depth"))
+        .where(Instance.state == State.QUEUED.value)
+        .group_by(Instance.contact_id)
+        .subquery()
+    )
+    needs_you = case((Instance.state == State.NEEDS_HUMAN_INTERVENTION.value, 0), else_=1)
+    query = (
+        select(Instance, Contact.address, func.coalesce(depth.c.depth, 0).label("depth"))
+        .join(Contact, Contact.id == Instance.contact_id)
+        .outerjoin(depth, depth.c.contact_id == Instance.contact_id)
+        .where(Instance.state.in_(states))
+    )
+    if contact_id is not None:
+        query = query.where(Instance.contact_id == contact_id)
+    if campaign:
+        query = query.where(Instance.campaign == campaign)
+    query = query.order_by(needs_you, Instance.updated_at.desc(), Instance.seq.desc())
+    return list(session.execute(query.limit(limit)).all())
+
+
+def last_messages(session: Session, instance_ids: Sequence[str]) -> dict[str, Message]:
+    """Each instance's latest transcript row (one statement)."""
+    if not instance_ids:
+        return {}
+    latest = (
+        select(func.max(Message.id))
+        .where(Message.instance_id.in_(instance_ids))
+        .group_by(Message.instance_id)
+    )
+    return {
+        m.instance_id or "": m
+        for m in session.scalars(select(Message).where(Message.id.in_(latest)))
+    }
+
+
+def import_keys_present(session: Session, keys: Sequence[str]) -> set[str]:
+    """Which of ``keys`` an earlier import already used."""
+    if not keys:
+        return set()
+    return set(session.scalars(select(Instance.import_key).where(Instance.import_key.in_(keys))))
+
+
+def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str, Contact]:
+    if not addresses:
+        return {}
+    return {
+        c.address: c for c in session.scalars(select(Contact).where(Contact.address.in_(addresses)))
+    }
+
+
+def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Any]:
+    """Lock many contacts at once (in id order, so two imports cannot deadlock) and
+    read what decides whether they may be written to: the many-row form of
+    :func:`relay.store.queries.lock_contact`."""
+    if not contact_ids:
+        return {}
+    rows = session.execute(
+        select(
+            Contact.id, Contact.opted_out_at, Contact.undeliverable_at, Contact.undeliverable_reason
+        )
+        .where(Contact.id.in_(sorted(contact_ids)))
+        .order_by(Contact.id)
+        .with_for_update()
+    )
+    return {row.id: row for row in rows}
+
+
+def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
+    """Which of these contacts have a conversation holding their slot."""
+    if not contact_ids:
+        return set()
+    return set(
+        session.scalars(select(Instance.contact_slot).where(Instance.contact_slot.in_(contact_ids)))
+    )

@@ -1,0 +1,82 @@
+"""Every `--json` output validates against its JSON Schema in relay/schemas, so a
+program can rely on the shapes across releases."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+Cli = Callable[..., Any]
+PHONE = "+15551230001"
+
+
+def schema(name: str) -> dict[str, Any]:
+    text = resources.files("relay.schemas").joinpath(f"{name}.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def valid(name: str, data: Any) -> Any:
+    validator = Draft202012Validator(schema(name))
+    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(data)]
+    assert errors == [], f"{name}: {errors}"
+    return data
+
+
+def out(result: Any) -> Any:
+    assert result.exit_code in (0, 3), result
+    return result.json()
+
+
+def test_every_schema_is_a_valid_json_schema_naming_its_commands() -> None:
+    folder = resources.files("relay.schemas")
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
+    assert len(names) >= 16
+    for name in names:
+        document = json.loads(folder.joinpath(name).read_text("utf-8"))
+        Draft202012Validator.check_schema(document)
+        assert document["x-relay-commands"], name
+
+
+def test_every_command_json_output_matches_its_schema(cli: Cli, tmp_path: Path) -> None:
+    started = valid("instance", out(cli("start", PHONE, "-o", "x", "--todo", "Day?::date",
+                                         "--meta", "k=v", "--json")))  # fmt: skip
+    iid = started["id"]
+    valid("message", out(cli("receive", PHONE, "2024-05-03", "--json")))
+    valid("tick", out(cli("tick", "--json")))
+    valid("instance", out(cli("show", iid, "--json")))
+    valid("instance-list", out(cli("list", "--json", "--results")))
+    valid("transcript", out(cli("transcript", iid, "--json")))
+    valid("history", out(cli("history", iid, "--commands", "--json")))
+    valid("result", out(cli("result", iid, "--json")))
+    valid("wait", out(cli("wait", iid, "--json")))
+    lines = cli("events", "--json").stdout.splitlines()
+    assert lines
+    for line in lines:
+        valid("event", json.loads(line))
+    second = out(cli("start", PHONE, "-o", "y", "--todo", "Other?", "--defer", "--json"))
+    valid("instance", out(cli("pause", second["id"], "--json")))
+    valid("instance", out(cli("resume", second["id"], "--json")))
+    valid("message", out(cli("send", second["id"], "hello", "--json")))
+    valid("instance", out(cli("cancel", second["id"], "--json")))
+    valid("status", out(cli("status", "--json")))
+    for command in (["show"], ["set", "--tz", "Europe/Madrid"], ["opt-out"], ["opt-in"]):
+        valid("contact", out(cli("contact", command[0], PHONE, *command[1:], "--json")))
+    valid("doctor", out(cli("doctor", "--json")))
+    valid("db-current", out(cli("db", "current", "--json")))
+    valid("config", out(cli("config", "show", "--json")))
+
+
+def test_demo_and_daemon_status_json(run_cli: Cli, cli: Cli) -> None:
+    valid("demo", out(run_cli("demo", "--json")))
+    valid("daemon-status", out(cli("daemon", "status", "--json")))
+
+
+@pytest.mark.parametrize("data", [[{"id": 1}], {"schema_version": 2}])
+def test_the_schemas_do_refuse_other_shapes(data: Any) -> None:
+    assert list(Draft202012Validator(schema("result")).iter_errors(data))

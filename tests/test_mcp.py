@@ -1,0 +1,120 @@
+"""`relay mcp`, driven by the MCP SDK's own client over stdio against a real store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+PHONE = "+15551230001"
+TOOLS = {
+    "start", "status", "show", "transcript", "result", "wait",
+    "send", "pause", "resume", "cancel", "events",
+}  # fmt: skip
+
+
+def _data(result: Any) -> Any:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+async def _session_run(db_url: str, work: Path, script: Any) -> Any:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "relay", "--actor", "assistant", "mcp"],
+        env={"RELAY_DATABASE_URL": db_url, "NO_COLOR": "1"},
+        cwd=str(work),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await script(session)
+
+
+def test_a_program_delegates_a_conversation_over_mcp(db_url: str, tmp_path: Path, cli: Any):
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        tools = await session.list_tools()
+        names = {tool.name for tool in tools.tools}
+        assert names >= TOOLS
+        start = next(t for t in tools.tools if t.name == "start")
+        assert start.input_schema["properties"]["todos"]["type"] == "array"
+        assert set(start.input_schema["required"]) == {"contact", "objective", "todos"}
+        started = _data(
+            await session.call_tool(
+                "start",
+                {
+                    "contact": PHONE,
+                    "objective": "the delivery",
+                    "todos": ["Which day suits you?::date"],
+                    "meta": {"task": "T-1"},
+                },
+            )
+        )
+        iid = started["id"]
+        assert (started["state"], started["meta"]) == ("WAITING_FOR_REPLY", {"task": "T-1"})
+        timed_out = _data(await session.call_tool("wait", {"instance_ids": [iid], "timeout": "1s"}))
+        assert timed_out["outcome"] == "timeout"
+        # The contact answers (as a channel would); the agent's turn runs.
+        assert cli("receive", PHONE, "2024-05-03").exit_code == 0
+        assert cli("tick").exit_code == 0
+        done = _data(await session.call_tool("wait", {"instance_ids": [iid], "until": "done"}))
+        assert done["outcome"] == "met"
+        result = _data(await session.call_tool("result", {"instance_id": iid}))
+        transcript = _data(await session.call_tool("transcript", {"instance_id": iid}))
+        status = _data(await session.call_tool("status", {}))
+        missing = await session.call_tool("show", {"instance_id": "zzzzzzz"})
+        return {
+            "result": result,
+            "transcript": transcript,
+            "status": status,
+            "missing": missing,
+        }
+
+    out = anyio.run(_session_run, db_url, tmp_path, script)
+    assert out["result"]["answers"] == {"1": "2024-05-03"}
+    assert out["result"]["final"] is True and out["result"]["meta"] == {"task": "T-1"}
+    assert out["transcript"]["messages"][1]["text"] == "2024-05-03"
+    assert out["status"]["states"]["COMPLETED"] == 1
+    assert out["missing"].is_error
+    commands = [
+        json.loads(line)
+        for line in cli("events", "--json").stdout.splitlines()
+        if '"command"' in line
+    ]
+    assert [(c["data"]["command"], c["actor"]) for c in commands] == [("start", "assistant")]
+
+
+def test_operator_tools_over_mcp(db_url: str, tmp_path: Path) -> None:
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+
+    async def script(session: ClientSession) -> list[str]:
+        args = {"contact": PHONE, "objective": "x", "todos": ["Which day?"]}
+        iid = _data(await session.call_tool("start", {**args, "run_first_turn": False}))["id"]
+        states = [_data(await session.call_tool("pause", {"instance_id": iid}))["state"]]
+        states.append(_data(await session.call_tool("resume", {"instance_id": iid}))["state"])
+        sent = await session.call_tool("send", {"instance_id": iid, "text": "hi"})
+        states.append("refused" if sent.is_error else "sent")
+        states.append(_data(await session.call_tool("cancel", {"instance_id": iid}))["state"])
+        found = _data(await session.call_tool("events", {"instance_id": iid}))
+        states.append(str(len(found["events"]) > 4))
+        return states
+
+    assert anyio.run(_session_run, db_url, tmp_path, script) == [
+        "PAUSED",
+        "CREATED",
+        "sent",
+        "FAILED",
+        "True",
+    ]
