@@ -122,6 +122,7 @@ class DaemonRunner:
     _signals: int = 0
     _signals_installed: bool = False
     _last_pulse_idle: bool = True
+    _pulse_failed: bool = False
     summary: MinuteSummary = field(default_factory=MinuteSummary)
 
     def __post_init__(self) -> None:
@@ -287,15 +288,31 @@ class DaemonRunner:
             return
         self._last_pulse_idle = True
         try:
+            if self._pulse_failed:
+                self._take_back_own()
             report = self.pulse.run(should_stop=self.stopping.is_set)
             self._heartbeat_self()
         except Exception as exc:  # one bad pulse must not stop the daemon
+            self._pulse_failed = True
             log.error("pulse failed: %s", _one_line(exc), exc_info=log.isEnabledFor(logging.DEBUG))
             return
+        self._pulse_failed = False
         self._last_pulse_idle = report.idle
         self.summary.add(report)
         if not report.idle:
             log.debug("pulse: %s", report.to_json())
+
+    def _take_back_own(self) -> None:
+        """After a failed pulse (the database went away mid-turn or mid-delivery), the
+        claims it left under this daemon's name are stale: no pulse runs beside this
+        one (``max_instances=1``), so none is in progress. Without this they would
+        hold their work until their leases ran out (5 minutes for a turn)."""
+        with self.relay.store.transaction() as session:
+            turns, messages = claims.release_claims_of(session, [self.ident], self.relay.now())
+        if turns or messages:
+            log.warning(
+                "took back %s turn(s) and %s delivery(ies) left by a failed pulse", turns, messages
+            )
 
     def _after_job(self, event: Any) -> None:
         if event.job_id != "pulse":

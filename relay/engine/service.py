@@ -633,6 +633,7 @@ class Relay:
         and read again. A pushed request (``relay serve``) passes no position.
         """
         with self.store.transaction() as session:
+            queries.lock_channel(session, channel)
             now = self.now()
             report = inbound.ingest(
                 session, channel, incoming, now, resolve=self.address, keywords=self.keywords()

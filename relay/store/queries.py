@@ -287,6 +287,23 @@ def channel_cursor(session: Session, channel: str) -> str | None:
     return session.scalar(select(ChannelCursor.position).where(ChannelCursor.channel == channel))
 
 
+def lock_channel(session: Session, channel: str) -> None:
+    """Serialise the transactions that store what ``channel`` brought in.
+
+    Several daemons poll one channel from the same stored position and read the
+    same messages; de-duplication by provider id makes that harmless only if each
+    sees what the other stored. Under READ COMMITTED it does not (neither sees the
+    other's uncommitted rows, and both insert), so each takes this lock first: the
+    second waits for the first to commit, then finds its rows. A transaction-scoped
+    advisory lock, since a channel has no row to lock before its first position is
+    stored. On SQLite every transaction already holds the database's write lock.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            select(func.pg_advisory_xact_lock(func.hashtext(f"relay.channel:{channel}")))
+        )
+
+
 def advance_cursor(
     session: Session, channel: str, *, read: str | None, position: str, now: datetime
 ) -> bool:
