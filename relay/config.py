@@ -44,6 +44,8 @@ DEFAULTS: dict[str, Any] = {
     "daemon.batch": 500,
     "retention.outbox_days": 30,
     "retention.transcript_days": 0,
+    # [[notify]] tables (relay.engine.notify checks their keys).
+    "notify": [],
 }
 
 
@@ -113,11 +115,19 @@ def check_key(key: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown setting {key}{hint}")
 
 
+def _check_tables(key: str, value: Any, where: str) -> None:
+    if not isinstance(value, list):
+        raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
+
+
 def check_value(key: str, value: Any, where: str) -> None:
     """A known key's value must have its type (and a duration must parse) at load time,
     so the error names the key and where it was set, not a later int() failure."""
     default = DEFAULTS.get(key)
     if key not in DEFAULTS:
+        return
+    if isinstance(default, list):
+        _check_tables(key, value, where)
         return
     if isinstance(default, int) and not isinstance(default, bool):
         if isinstance(value, bool) or not isinstance(value, int):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
 from relay.engine import heartbeat
+from relay.engine.notify import notify_due
 from relay.engine.outbox import Channels, DeliveryReport, Dispatcher
 from relay.engine.turns import TurnOutcome, TurnRunner
 
@@ -131,6 +132,11 @@ class Pulse:
             except RelayError as exc:
                 report.errors.append(f"polling {name}: {exc.message}")
                 log.error("polling channel %s failed: %s", name, exc.message)
+        try:
+            notify_due(self.relay)
+        except RelayError as exc:
+            report.errors.append(f"notify: {exc.message}")
+            log.error("notify failed: %s", exc.message)
         return received
 
     def _poll_channel(self, name: str) -> int:

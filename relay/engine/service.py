@@ -647,6 +647,13 @@ class Relay:
                     log.debug("channel %s: another poller moved the position first", channel)
             return report
 
+    def move_position(self, key: str, *, read: str | None, position: str) -> bool:
+        """Move a stored read position (a notify target's) from ``read`` to ``position``."""
+        with self.store.transaction() as session:
+            return queries.advance_cursor(
+                session, key, read=read, position=position, now=self.now()
+            )
+
     def channel_position(self, channel: str) -> str | None:
         with self.store.transaction() as session:
             return queries.channel_cursor(session, channel)
