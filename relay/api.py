@@ -39,13 +39,21 @@ from relay.core.errors import (
     Undeliverable,
 )
 from relay.engine import service
+from relay.engine.campaigns import ImportReport
+from relay.engine.program import parse_meta
 from relay.engine.views import (
+    ContactRow,
     ContactView,
     DaemonView,
+    EventView,
+    InboxItem,
     InstanceView,
     MessageView,
+    ResultView,
+    StatsView,
     StatusView,
     TransitionView,
+    WatchRow,
 )
 
 if TYPE_CHECKING:
@@ -58,8 +66,12 @@ __all__ = [
     "Config",
     "ConfigError",
     "Conflict",
+    "ContactRow",
     "ContactView",
     "DaemonView",
+    "EventView",
+    "ImportReport",
+    "InboxItem",
     "InstanceView",
     "InvalidInput",
     "MessageView",
@@ -68,11 +80,15 @@ __all__ = [
     "Refused",
     "Relay",
     "RelayError",
+    "ResultView",
     "SchemaOutOfDate",
+    "StatsView",
     "StatusView",
     "TransitionView",
     "Undeliverable",
+    "WatchRow",
     "load_config",
+    "parse_meta",
 ]
 
 class Relay(service.Relay):
@@ -161,6 +177,17 @@ class Relay(service.Relay):
         from relay.store.migrate import upgrade
 
         upgrade(self.store)
+
+    def serve_mcp(self) -> None:
+        """Serve the verbs as MCP tools on stdin/stdout until the client leaves
+        (``relay mcp``; needs ``relay-outreach[mcp]``)."""
+        try:
+            from relay.engine.mcp_server import serve
+        except ImportError:
+            raise ConfigError(
+                "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
+            ) from None
+        serve(self)
 
     def poll(self, channel: str) -> IngestReport:
         """Ask one channel what arrived and store it with its new position."""

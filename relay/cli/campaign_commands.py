@@ -14,7 +14,7 @@ from relay.cli import render
 from relay.cli.main import JsonOption, state
 
 if TYPE_CHECKING:
-    from relay.engine.campaigns import ImportReport
+    from relay.api import ImportReport
 
 
 def import_(

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from relay.cli import render
+from relay.cli.instance_commands import deliver_now, report_delivery
 from relay.cli.main import JsonOption, state
 
 
@@ -22,9 +23,7 @@ def inbox(
 ) -> None:
     """Inbound messages no conversation took: from senders with no live conversation
     (unrouted), replies after a conversation ended (late), unusable senders (rejected)."""
-    from relay.engine.operations import INBOX_KINDS
-
-    items = state.relay().inbox(kinds=tuple(kind or INBOX_KINDS), limit=limit)
+    items = state.relay().inbox(kinds=kind, limit=limit)
     if json_out:
         render.emit_json([i.to_json() for i in items])
         return
@@ -47,29 +46,8 @@ def retry(
     json_out: JsonOption = False,
 ) -> None:
     """Deliver a failed message again (its conversation must still be live)."""
-    from relay.engine.outbox import deliver_one
-
-    relay = state.relay()
-    message = relay.retry(message_id)
-    try:
-        message = deliver_one(relay, message.id)
-    except Exception as exc:
-        render.warn(f"could not deliver now ({exc}); the message stays queued")
-    if json_out:
-        render.emit_json(message.to_json())
-        return
-    why = f": {message.last_error}" if message.last_error else ""
-    if message.status == "sent":
-        render.line(f"sent to {message.contact} (message {message.id})")
-    elif message.status in ("queued", "sending"):
-        render.line(
-            f"queued for {message.contact} (message {message.id}{why}); "
-            "the daemon or `relay tick` will deliver it"
-        )
-    else:
-        render.line(
-            f"not delivered to {message.contact} (message {message.id}, {message.status}{why})"
-        )
+    message = state.relay().retry(message_id)
+    report_delivery(deliver_now(message), json_out)
 
 
 def register(app: typer.Typer) -> None:

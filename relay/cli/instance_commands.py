@@ -165,7 +165,7 @@ def start(
     The first message is written and delivered at once unless --defer is given;
     a first message outside the sending window waits for it.
     """
-    from relay.engine.program import parse_meta
+    from relay.api import parse_meta
 
     view = state.relay().start(
         contact,
@@ -415,9 +415,12 @@ def send(
     json_out: JsonOption = False,
 ) -> None:
     """Step in: send an operator message on the conversation's channel."""
-    relay = state.relay()
-    message = relay.send(instance_id, text)
-    message = _deliver_now(message)
+    message = state.relay().send(instance_id, text)
+    report_delivery(deliver_now(message), json_out)
+
+
+def report_delivery(message: MessageView, json_out: bool) -> None:
+    """What became of a message handed to its channel now (``send``, ``retry``)."""
     if json_out:
         render.emit_json(message.to_json())
         return
@@ -436,11 +439,10 @@ def send(
         )
 
 
-def _deliver_now(message: MessageView) -> MessageView:
-    from relay.engine.outbox import deliver_one
-
+def deliver_now(message: MessageView) -> MessageView:
+    """Try the message now; if that cannot happen, it stays queued for the daemon."""
     try:
-        return deliver_one(state.relay(), message.id)
+        return state.relay().deliver(message.id)
     except Exception as exc:
         render.warn(f"could not deliver now ({exc}); the message stays queued")
         return message

@@ -11,7 +11,7 @@ from relay.cli import render
 from relay.cli.main import JsonOption, state
 
 if TYPE_CHECKING:
-    from relay.engine.views import EventView, ResultView
+    from relay.api import EventView, ResultView
 
 WAIT_HELP = """Wait until a condition holds for the conversations IDS, reading the store
 (cheap for hours; works with the daemon on another machine over PostgreSQL).
@@ -141,24 +141,10 @@ wait.__doc__ = WAIT_HELP
 def mcp() -> None:
     """Serve relay's verbs as MCP tools on stdin/stdout (start, status, show, transcript,
     result, wait, send, pause, resume, cancel, events). Needs relay-outreach[mcp]."""
-    try:
-        from relay.engine.mcp_server import serve
-    except ImportError:
-        from relay.core.errors import ConfigError
-
-        raise ConfigError(
-            "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
-        ) from None
     relay = state.relay()
     if relay.actor is None:
-        relay.actor = f"mcp:{_os_user()}"
-    serve(relay)
-
-
-def _os_user() -> str:
-    from relay.engine.audit import os_user
-
-    return os_user()
+        relay.actor = f"mcp:{relay.who()}"
+    relay.serve_mcp()
 
 
 def register(app: typer.Typer) -> None:

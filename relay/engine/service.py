@@ -10,49 +10,41 @@ The CLI is a thin shell over :class:`Relay`; a program can use it directly::
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Incoming
 from relay.config import Config, load_config
 from relay.core.clock import Clock, SystemClock
-from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
 from relay.core.states import TERMINAL, Event, State, holds_slot
-from relay.core.values import Author, Direction, MessageStatus, TodoStatus
+from relay.core.values import Author, MessageStatus, TodoStatus
 from relay.engine import audit, contacts, forecast, inbound, operations, transitions
 from relay.engine import events as event_log
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
+from relay.engine.lookups import Lookups, as_interval, parse_state
+from relay.engine.outgoing import cancel_outbox, queue_outbound
 from relay.engine.store_setup import open_store
 from relay.engine.transitions import previous_of
 from relay.engine.views import (
-    ContactRow,
     ContactView,
-    DaemonView,
-    EventView,
-    InboxItem,
     InstanceView,
     MessageView,
-    ResultView,
-    StatsView,
-    StatusView,
     TransitionView,
-    WatchRow,
     why,
 )
-from relay.store import claims, queries
+from relay.store import queries
 from relay.store.database import Store
 from relay.store.ids import new_instance_id
-from relay.store.models import Contact, Daemon, Instance, Message, Todo
+from relay.store.models import Contact, Instance, Message, Todo
 
 if TYPE_CHECKING:
     from relay.engine.campaigns import ImportReport
@@ -65,7 +57,6 @@ UNREAD = object()
 
 log = logging.getLogger("relay.service")
 #: A daemon that has not pulsed for this long is not counted as live.
-DAEMON_SILENCE = timedelta(minutes=2)
 MAX_TEXT = 10_000
 MAX_FOLLOWUPS = 1000
 
@@ -108,7 +99,7 @@ def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:
     }
 
 
-class Relay:
+class Relay(Lookups):
     """Conversation commands over one store, with an injectable clock."""
 
     def __init__(self, store: Store, config: Config, clock: Clock | None = None) -> None:
@@ -251,7 +242,7 @@ class Relay:
             objective=objective,
             todos=tuple(_clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
-            heartbeat=_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
+            heartbeat=as_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
             max_followups=self._max_followups(max_followups),
             channel=channel or str(self.config.get("defaults.channel")),
             agent=agent or str(self.config.get("agent.backend")),
@@ -542,7 +533,7 @@ class Relay:
             if event is Event.PAUSE:
                 instance.paused_until = paused_until
             if event is Event.CANCEL:
-                _cancel_outbox(session, instance.id)
+                cancel_outbox(session, instance.id)
             return self._view(session, instance)
 
     def pause(
@@ -724,264 +715,10 @@ class Relay:
         args = {"contact": address, **args}
         audit.record(session, command, None, args, self.now(), actor=self.who())
 
-    # -- for programs: results, events, waiting ----------------------------------
-
-    def result(self, instance_id: str) -> ResultView:
-        """Each todo with its status, answer and the message it came from."""
-        from relay.engine.program import build_results
-
-        with self.store.read_transaction() as session:
-            instance = queries.resolve_instance(session, instance_id)
-            return build_results(session, [instance])[0]
-
-    def results(self, instance_ids: Sequence[str]) -> list[ResultView]:
-        from relay.engine.program import build_results
-
-        with self.store.read_transaction() as session:
-            rows = list(queries.instances_by_id(session, list(instance_ids)))
-            return build_results(session, rows)
-
-    def events(
-        self,
-        *,
-        since: int | str | None = None,
-        instance_ids: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-        limit: int = 1000,
-    ) -> list[EventView]:
-        """Events after cursor ``since`` (None: from the start), oldest first."""
-        from relay.engine.program import read_events
-
-        return read_events(self, since=since, instance_ids=instance_ids, kinds=kinds, limit=limit)
-
-    def wait(
-        self,
-        instance_ids: Sequence[str],
-        *,
-        until: str = "done",
-        timeout: str | timedelta | None = None,
-        since: int | str | None = None,
-    ) -> Any:
-        """Block until the condition holds for the instances (see
-        :func:`relay.engine.waiting.wait`); returns a :class:`WaitOutcome`."""
-        from relay.engine.waiting import wait
-
-        return wait(self, instance_ids, until=until, timeout=timeout, since=since)
-    def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
-        """Contacts newest first, with their fields and conversation counts."""
-        with self.store.read_transaction() as session:
-            return operations.contact_rows(session, campaign=campaign, limit=limit)
-
-    def stats(
-        self, *, campaign: str | None = None, since: str | timedelta | None = None
-    ) -> StatsView:
-        """The funnel: started, delivered, replied, and how conversations ended
-        (``since``: only conversations started within this duration, e.g. 7d)."""
-        from relay.store import funnel
-
-        start = self.now() - _interval(since) if since else None
-        with self.store.read_transaction() as session:
-            counts = funnel.funnel(session, campaign=campaign, since=start)
-            return StatsView(
-                campaign=campaign,
-                since=start,
-                started=counts["started"],
-                delivered=counts["delivered"],
-                replied=counts["replied"],
-                outcomes={name: counts[name] for name in funnel.OUTCOMES},
-                median_first_reply_seconds=funnel.median_first_reply(
-                    session, campaign=campaign, since=start
-                ),
-                followups=funnel.followups_sent(session, campaign=campaign, since=start),
-                failed_deliveries=tuple(
-                    funnel.failed_deliveries(session, campaign=campaign, since=start)
-                ),
-            )
-
-    def watch(
-        self,
-        *,
-        state: str | None = None,
-        contact: str | None = None,
-        campaign: str | None = None,
-        finished: bool = False,
-        limit: int = 100,
-    ) -> list[WatchRow]:
-        """``relay watch``'s rows: needs-human first, then the latest changed; live
-        conversations only unless ``finished`` (two statements, one read transaction)."""
-        from relay.store import reads
-
-        states = [parse_state(state).value] if state else [
-            s.value for s in State if finished or not s.terminal
-        ]  # fmt: skip
-        with self.store.read_transaction() as session:
-            person = (
-                queries.contact_by_address(session, self.normalise(contact)) if contact else None
-            )
-            if contact and person is None:
-                return []
-            rows = reads.watch_rows(
-                session,
-                states=states,
-                contact_id=person.id if person else None,
-                campaign=campaign,
-                limit=limit,
-            )
-            last = reads.last_messages(session, [inst.id for inst, _, _ in rows])
-        return [
-            _watch_row(inst, address, depth, last.get(inst.id)) for inst, address, depth in rows
-        ]
-
-    # -- the operator's inbox -------------------------------------------------
-
-    def inbox(
-        self, *, kinds: Sequence[str] = operations.INBOX_KINDS, limit: int = 50
-    ) -> list[InboxItem]:
-        """Inbound no conversation took: unrouted, late (its conversation had ended)
-        and rejected (no usable sender), newest first."""
-        with self.store.read_transaction() as session:
-            return operations.inbox(session, kinds=tuple(kinds), limit=limit)
-
     def retry(self, message_id: int) -> MessageView:
         """Queue a failed delivery again; refused unless its conversation is live."""
         with self.store.transaction() as session:
             return operations.retry(session, message_id, self.now())
-
-    # -- status -------------------------------------------------------------
-
-    def status(self) -> StatusView:
-        with self.store.read_transaction() as session:
-            states = queries.count_by(session, Instance.state)
-            # Only the statuses shown (an index range, not every message ever sent).
-            outbound = queries.count_by(
-                session,
-                Message.status,
-                Message.direction == Direction.OUTBOUND.value,
-                Message.status.in_(STATUS_COUNTED),
-            )
-            unrouted = session.scalar(
-                select(func.count())
-                .select_from(Message)
-                .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
-            )
-            late, rejected = queries.inbound_trouble(session)
-            now = self.now()
-            # Live: pulsed recently and not stopped (a killed daemon never records its stop).
-            daemons = session.scalars(
-                select(Daemon)
-                .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= now - DAEMON_SILENCE)
-                .order_by(Daemon.started_at)
-            ).all()
-            last_seen = session.scalar(select(func.max(Daemon.last_pulse_at)))
-            # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
-            due = claims.count_due(session, now)
-            # Work due for longer than a daemon may stay silent: nobody is doing it
-            # (with cron, `relay tick` every minute keeps this at zero).
-            overdue = claims.count_due(session, now, due_by=now - DAEMON_SILENCE)
-        pending = outbound.get("queued", 0) + outbound.get("sending", 0)
-        warnings = []
-        stale = last_seen is None or (now - last_seen) > DAEMON_SILENCE
-        if overdue and stale:
-            warnings.append(
-                f"{overdue} item(s) of work have been due for over "
-                f"{format_duration(DAEMON_SILENCE)} and no daemon has pulsed recently; "
-                "run `relay daemon` or `relay tick`"
-            )
-        return StatusView(
-            states={s.value: states.get(s.value, 0) for s in State},
-            queue_depth=states.get(State.QUEUED.value, 0),
-            outbox_pending=pending,
-            outbox_failed=outbound.get("failed", 0),
-            unrouted_inbound=int(unrouted or 0),
-            late_inbound=late,
-            rejected_inbound=rejected,
-            work_due=due,
-            daemons=tuple(
-                DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons
-            ),
-            last_daemon_seen=last_seen,
-            warnings=tuple(warnings),
-        )
-
-
-def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:
-    return WatchRow(
-        id=instance.id,
-        contact=address,
-        state=instance.state,
-        previous_state=instance.previous_state,
-        objective=instance.objective,
-        campaign=instance.campaign,
-        updated_at=instance.updated_at,
-        next_heartbeat_at=instance.next_heartbeat_at,
-        queue_depth=int(depth or 0),
-        last_message=last.body if last else None,
-        last_direction=last.direction if last else None,
-        last_message_at=last.created_at if last else None,
-    )
-
-
-#: The outbound statuses ``relay status`` reports (pending and failed).
-STATUS_COUNTED = (
-    MessageStatus.QUEUED.value,
-    MessageStatus.SENDING.value,
-    MessageStatus.FAILED.value,
-)
-
-
-def queue_outbound(
-    session: Session,
-    instance: Instance,
-    body: str,
-    author: Author,
-    now: datetime,
-    *,
-    proactive: bool = False,
-    flush: bool = True,
-) -> Message:
-    """Write an outbound message as an outbox row; the dispatcher delivers it.
-
-    ``flush=False`` leaves the insert to the transaction's commit (a batch of
-    turns writes its rows together); the message then has no id yet.
-    """
-    message = Message(**outbound_row(instance, body, author, now, proactive=proactive))
-    session.add(message)
-    if flush:
-        session.flush()
-    return message
-
-
-def outbound_row(
-    instance: Instance, body: str, author: Author, now: datetime, *, proactive: bool = False
-) -> dict[str, Any]:
-    """The columns of a new outbox row: :func:`queue_outbound` makes an ORM object of
-    them; a batch of turn commits inserts its rows with one statement instead."""
-    return {
-        "instance_id": instance.id,
-        "contact_id": instance.contact_id,
-        "direction": Direction.OUTBOUND.value,
-        "author": author.value,
-        "body": body,
-        "status": MessageStatus.QUEUED.value,
-        "channel": instance.channel,
-        "idempotency_key": uuid.uuid4().hex,
-        "attempts": 0,
-        "next_attempt_at": now,
-        "proactive": int(proactive),
-        "created_at": now,
-    }
-
-
-def _cancel_outbox(session: Session, instance_id: str) -> None:
-    """A cancelled conversation sends nothing more, not even what was queued."""
-    for message in session.scalars(
-        select(Message).where(
-            Message.instance_id == instance_id, Message.status == MessageStatus.QUEUED.value
-        )
-    ):
-        message.status = MessageStatus.CANCELLED.value
-        message.next_attempt_at = None
-
 
 def _clean_text(text: str, what: str) -> str:
     # NUL never means anything in a message, and PostgreSQL text cannot hold it:
@@ -1013,10 +750,6 @@ def _campaign(name: str | None) -> str | None:
     return cleaned
 
 
-def _interval(value: str | timedelta) -> timedelta:
-    return value if isinstance(value, timedelta) else parse_duration(value)
-
-
 def check_timezone(name: str) -> None:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -1026,11 +759,3 @@ def check_timezone(name: str) -> None:
         raise InvalidInput(
             f"unknown time zone {name!r} (use an IANA name like Europe/Madrid)"
         ) from None
-
-
-def parse_state(text: str) -> State:
-    try:
-        return State(text.strip().upper())
-    except ValueError:
-        names = ", ".join(s.value for s in State)
-        raise InvalidInput(f"unknown state {text!r} (states: {names})") from None

@@ -37,7 +37,7 @@ from relay.core.values import Author, MessageStatus
 from relay.engine import answers, events, policy, scoped_state, transitions
 from relay.engine.backends import agent_settings
 from relay.engine.inbound import opt_out as record_opt_out
-from relay.engine.service import outbound_row
+from relay.engine.outgoing import outbound_row
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo, table_of
 

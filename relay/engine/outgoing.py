@@ -1,0 +1,67 @@
+"""Outbox rows: what a turn or an operator writes for the dispatcher to deliver."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from relay.core.values import Author, Direction, MessageStatus
+from relay.store.models import Instance, Message
+
+
+def queue_outbound(
+    session: Session,
+    instance: Instance,
+    body: str,
+    author: Author,
+    now: datetime,
+    *,
+    proactive: bool = False,
+    flush: bool = True,
+) -> Message:
+    """Write an outbound message as an outbox row; the dispatcher delivers it.
+
+    ``flush=False`` leaves the insert to the transaction's commit (a batch of
+    turns writes its rows together); the message then has no id yet.
+    """
+    message = Message(**outbound_row(instance, body, author, now, proactive=proactive))
+    session.add(message)
+    if flush:
+        session.flush()
+    return message
+
+
+def outbound_row(
+    instance: Instance, body: str, author: Author, now: datetime, *, proactive: bool = False
+) -> dict[str, Any]:
+    """The columns of a new outbox row: :func:`queue_outbound` makes an ORM object of
+    them; a batch of turn commits inserts its rows with one statement instead."""
+    return {
+        "instance_id": instance.id,
+        "contact_id": instance.contact_id,
+        "direction": Direction.OUTBOUND.value,
+        "author": author.value,
+        "body": body,
+        "status": MessageStatus.QUEUED.value,
+        "channel": instance.channel,
+        "idempotency_key": uuid.uuid4().hex,
+        "attempts": 0,
+        "next_attempt_at": now,
+        "proactive": int(proactive),
+        "created_at": now,
+    }
+
+
+def cancel_outbox(session: Session, instance_id: str) -> None:
+    """A cancelled conversation sends nothing more, not even what was queued."""
+    for message in session.scalars(
+        select(Message).where(
+            Message.instance_id == instance_id, Message.status == MessageStatus.QUEUED.value
+        )
+    ):
+        message.status = MessageStatus.CANCELLED.value
+        message.next_attempt_at = None
