@@ -41,19 +41,21 @@ from relay.core.errors import (
 from relay.engine import service
 from relay.engine.campaigns import ImportReport
 from relay.engine.program import parse_meta
-from relay.engine.views import (
+from relay.engine.report_views import (
     ContactRow,
-    ContactView,
-    DaemonView,
     EventView,
     InboxItem,
-    InstanceView,
-    MessageView,
     ResultView,
     StatsView,
+    WatchRow,
+)
+from relay.engine.views import (
+    ContactView,
+    DaemonView,
+    InstanceView,
+    MessageView,
     StatusView,
     TransitionView,
-    WatchRow,
 )
 
 if TYPE_CHECKING:

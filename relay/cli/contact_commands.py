@@ -10,7 +10,7 @@ from relay.cli import render
 from relay.cli.main import JsonOption, state
 
 if TYPE_CHECKING:
-    from relay.engine.views import ContactView
+    from relay.api import ContactView
 
 contact_app = typer.Typer(help="Inspect contacts and manage opt-outs.", no_args_is_help=True)
 

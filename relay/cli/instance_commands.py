@@ -14,7 +14,7 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from relay.engine.views import InstanceView, MessageView, StatusView
+    from relay.api import InstanceView, MessageView, StatusView
 
 
 def _followups(view: InstanceView) -> str:

@@ -13,7 +13,7 @@ from relay.cli.main import JsonOption, state
 from relay.core.durations import format_duration
 
 if TYPE_CHECKING:
-    from relay.engine.views import StatsView
+    from relay.api import StatsView
 
 BAR_WIDTH = 30
 OUTCOME_LABELS = {

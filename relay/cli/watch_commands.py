@@ -27,7 +27,7 @@ from relay.cli.main import state
 from relay.core.durations import parse_duration
 
 if TYPE_CHECKING:
-    from relay.engine.views import WatchRow
+    from relay.api import WatchRow
 
 COLUMNS = (
     render.Col("state"),

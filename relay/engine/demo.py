@@ -15,9 +15,10 @@ from pathlib import Path
 
 from relay.config import DEFAULTS, Config
 from relay.engine.pulse import Pulse, start_now
+from relay.engine.report_views import ResultView
 from relay.engine.service import Relay
 from relay.engine.store_setup import open_store
-from relay.engine.views import InstanceView, MessageView, ResultView, TransitionView
+from relay.engine.views import InstanceView, MessageView, TransitionView
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"

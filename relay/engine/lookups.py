@@ -18,16 +18,15 @@ from relay.core.errors import InvalidInput
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.engine import operations
-from relay.engine.views import (
+from relay.engine.report_views import (
     ContactRow,
-    DaemonView,
     EventView,
     InboxItem,
     ResultView,
     StatsView,
-    StatusView,
     WatchRow,
 )
+from relay.engine.views import DaemonView, StatusView
 from relay.store import claims, queries
 from relay.store.database import Store
 from relay.store.models import Daemon, Instance, Message

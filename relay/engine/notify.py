@@ -36,8 +36,8 @@ from relay.core.errors import ConfigError
 from relay.core.jsonshape import versioned
 
 if TYPE_CHECKING:
+    from relay.engine.report_views import EventView
     from relay.engine.service import Relay
-    from relay.engine.views import EventView
 
 log = logging.getLogger("relay.notify")
 

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
-from relay.engine.views import ContactRow, InboxItem, MessageView
+from relay.engine.report_views import ContactRow, InboxItem
+from relay.engine.views import MessageView
 from relay.store import reads
 from relay.store.models import Contact, Instance, Message
 

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 from relay.core.answers import AnswerSpec, parse_spec, parse_todo
 from relay.core.errors import InvalidInput
 from relay.engine.answers import schema_errors
-from relay.engine.views import EventView, MessageView, ResultTodo, ResultView, TodoView
+from relay.engine.report_views import EventView, ResultTodo, ResultView
+from relay.engine.views import MessageView, TodoView
 from relay.store import events as store_events
 from relay.store import queries
 from relay.store.models import Contact, Instance

@@ -32,15 +32,10 @@ from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
 from relay.engine.lookups import Lookups, as_interval, parse_state
 from relay.engine.outgoing import cancel_outbox, queue_outbound
+from relay.engine.report_views import why
 from relay.engine.store_setup import open_store
 from relay.engine.transitions import previous_of
-from relay.engine.views import (
-    ContactView,
-    InstanceView,
-    MessageView,
-    TransitionView,
-    why,
-)
+from relay.engine.views import ContactView, InstanceView, MessageView, TransitionView
 from relay.store import queries
 from relay.store.database import Store
 from relay.store.ids import new_instance_id

@@ -28,7 +28,8 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 from relay.engine.events import Kind
 from relay.engine.program import last_cursor, parse_cursor
-from relay.engine.views import EventView, InstanceView
+from relay.engine.report_views import EventView
+from relay.engine.views import InstanceView
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
