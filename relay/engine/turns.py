@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from relay.agents.base import Agent, AgentError, make_agent
@@ -26,9 +26,7 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.states import Event, State
 from relay.core.turns import (
-    TURN_REASONS,
     Action,
-    ContextMessage,
     TurnContext,
     TurnPlan,
     TurnReason,
@@ -38,6 +36,7 @@ from relay.engine import answers, events, policy, scoped_state, transitions
 from relay.engine.backends import agent_settings
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.outgoing import outbound_row
+from relay.engine.turn_context import read_contexts
 from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo, table_of
 
@@ -56,23 +55,7 @@ TURN_BATCH = 100
 #: every turn is committed as soon as its own agent has answered.
 BATCH_SECONDS = 0.2
 
-#: The instance columns a turn's context is built from.
-_CONTEXT_INSTANCE = (
-    Instance.id,
-    Instance.state,
-    Instance.version,
-    Instance.lease_owner,
-    Instance.contact_id,
-    Instance.objective,
-    Instance.agent,
-    Instance.turn_attempts,
-    Instance.follow_up_count,
-    Instance.max_followups,
-    Instance.result_schema,
-    Instance.campaign,
-)
 
-REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
 
 
 @dataclass(frozen=True)
@@ -160,7 +143,7 @@ class TurnRunner:
         version and lease, and agents still run outside any transaction. Stops
         early when ``should_stop`` says so, returning outcomes for a prefix only.
         """
-        contexts = self._contexts(claimed)
+        contexts = read_contexts(self.relay, self.owner, claimed)
         outcomes: dict[int, TurnOutcome] = {}
         ready: list[tuple[int, tuple[str, int, TurnContext, list[Action]]]] = []
         for index, (instance_id, version) in enumerate(claimed):
@@ -267,57 +250,6 @@ class TurnRunner:
             instance.turn_attempts = 0
             note = f"outside the sending window; first message held until {isoformat(opens)}"
             return TurnOutcome(instance_id, context.reason.value, instance.state, note=note)
-
-    def _contexts(self, claimed: list[tuple[str, int]]) -> dict[str, tuple[TurnContext, str, int]]:
-        """Each claimed turn's context, agent name and attempt count, read in one
-        transaction. A turn whose claim is no longer ours is left out: the instance
-        changed, or the lease ran out and another worker claimed it (running the
-        agent then would only waste a model call, or repeat a command's effects)."""
-        window = int(self.relay.config.get("agent.transcript_window") or 50)
-        versions = dict(claimed)
-        with self.relay.store.transaction() as session:
-            # Plain rows throughout: nothing read here is changed, and ORM objects
-            # for a batch's instances, todos and transcripts cost more than the SQL.
-            instances = [
-                row
-                for row in session.execute(
-                    select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
-                    .join(Contact, Contact.id == Instance.contact_id)
-                    .where(Instance.id.in_(list(versions)))
-                )
-                if row.state in REASONS
-                and row.version == versions[row.id]
-                and row.lease_owner == self.owner
-            ]
-            ids = [row.id for row in instances]
-            todos = queries.todo_rows_for(session, ids)
-            transcripts = queries.transcripts_for(session, ids, window, said_only=True)
-            inbound = queries.inbound_rows_for(session, ids)
-            states = scoped_state.load(session, instances)
-            now = isoformat(self.relay.now()) or ""
-            found = {}
-            for row in instances:
-                reason = REASONS[row.state]
-                context = TurnContext(
-                    instance_id=row.id,
-                    reason=reason,
-                    objective=row.objective,
-                    contact=row.address,
-                    todos=tuple(answers.context_todo(t) for t in todos[row.id]),
-                    transcript=tuple(_context_message(m) for m in transcripts[row.id]),
-                    new_messages=tuple(_context_message(m) for m in inbound[row.id]),
-                    state=states[row.id],
-                    follow_up_number=(
-                        row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
-                    ),
-                    max_followups=row.max_followups,
-                    now=now,
-                    result_schema=row.result_schema,
-                    contact_fields=dict(row.fields or {}),
-                    campaign=row.campaign,
-                )
-                found[row.id] = (context, row.agent, row.turn_attempts)
-            return found
 
     # -- commit --------------------------------------------------------------
 
@@ -603,13 +535,3 @@ def _after_follow_up(
 
 def _marks_todos(actions: list[Action]) -> bool:
     return any(action.name == "mark_todo_item" for action in actions)
-
-
-def _context_message(message: Message | Row[Any]) -> ContextMessage:
-    return ContextMessage(
-        id=message.id,
-        direction=message.direction,
-        author=message.author,
-        text=message.body,
-        at=isoformat(message.created_at) or "",
-    )

@@ -1,0 +1,104 @@
+"""A turn's context: what the agent sees, read for a batch of claimed turns at once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Row, select
+
+from relay.core.clock import isoformat
+from relay.core.turns import (
+    TURN_REASONS,
+    ContextMessage,
+    TurnContext,
+    TurnReason,
+)
+from relay.engine import answers, scoped_state
+from relay.store import queries
+from relay.store.models import Contact, Instance, Message
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+
+REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
+
+#: The instance columns a turn's context is built from.
+_CONTEXT_INSTANCE = (
+    Instance.id,
+    Instance.state,
+    Instance.version,
+    Instance.lease_owner,
+    Instance.contact_id,
+    Instance.objective,
+    Instance.agent,
+    Instance.turn_attempts,
+    Instance.follow_up_count,
+    Instance.max_followups,
+    Instance.result_schema,
+    Instance.campaign,
+)
+
+
+def read_contexts(
+relay: Relay, owner: str, claimed: list[tuple[str, int]]
+) -> dict[str, tuple[TurnContext, str, int]]:
+    """Each claimed turn's context, agent name and attempt count, read in one
+    transaction. A turn whose claim is no longer ours is left out: the instance
+    changed, or the lease ran out and another worker claimed it (running the
+    agent then would only waste a model call, or repeat a command's effects)."""
+    window = int(relay.config.get("agent.transcript_window") or 50)
+    versions = dict(claimed)
+    with relay.store.transaction() as session:
+        # Plain rows throughout: nothing read here is changed, and ORM objects
+        # for a batch's instances, todos and transcripts cost more than the SQL.
+        instances = [
+            row
+            for row in session.execute(
+                select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
+                .join(Contact, Contact.id == Instance.contact_id)
+                .where(Instance.id.in_(list(versions)))
+            )
+            if row.state in REASONS
+            and row.version == versions[row.id]
+            and row.lease_owner == owner
+        ]
+        ids = [row.id for row in instances]
+        todos = queries.todo_rows_for(session, ids)
+        transcripts = queries.transcripts_for(session, ids, window, said_only=True)
+        inbound = queries.inbound_rows_for(session, ids)
+        states = scoped_state.load(session, instances)
+        now = isoformat(relay.now()) or ""
+        found = {}
+        for row in instances:
+            reason = REASONS[row.state]
+            context = TurnContext(
+                instance_id=row.id,
+                reason=reason,
+                objective=row.objective,
+                contact=row.address,
+                todos=tuple(answers.context_todo(t) for t in todos[row.id]),
+                transcript=tuple(_context_message(m) for m in transcripts[row.id]),
+                new_messages=tuple(_context_message(m) for m in inbound[row.id]),
+                state=states[row.id],
+                follow_up_number=(
+                    row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
+                ),
+                max_followups=row.max_followups,
+                now=now,
+                result_schema=row.result_schema,
+                contact_fields=dict(row.fields or {}),
+                campaign=row.campaign,
+            )
+            found[row.id] = (context, row.agent, row.turn_attempts)
+        return found
+
+
+def _context_message(message: Message | Row[Any]) -> ContextMessage:
+    return ContextMessage(
+        id=message.id,
+        direction=message.direction,
+        author=message.author,
+        text=message.body,
+        at=isoformat(message.created_at) or "",
+    )
