@@ -108,13 +108,15 @@ def test_dry_run_starts_nothing(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_the_agent_sees_the_contacts_fields(api: Any, tmp_path: Path) -> None:
+    from relay.engine.turn_context import read_contexts
     from relay.engine.turns import TurnRunner
 
     path = _csv(tmp_path, "phone,name,order\n+15551230001,Ana,1042\n")
     report = api.import_csv(path, OBJECTIVE, ["Ask {name}"], campaign="spring")
     assert report.started == 1
     runner = TurnRunner(api, owner="test")
-    contexts = [context for context, _, _ in runner._contexts(runner.claim(10)).values()]
+    claimed = runner.claim(10)
+    contexts = [context for context, _, _ in read_contexts(api, "test", claimed).values()]
     assert [c.contact_fields for c in contexts] == [{"name": "Ana", "order": "1042"}]
     assert contexts[0].campaign == "spring"
     assert contexts[0].to_json()["contact_fields"]["name"] == "Ana"
