@@ -204,8 +204,11 @@ def start_daemon(bench: Bench, name: str = "d0", **settings: Any) -> Any:
     folder.mkdir(exist_ok=True)
     config = Bench(bench.url, folder).write_config(**settings)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+    # BENCH_PROFILE=DIR runs each daemon under cProfile, its stats in DIR/NAME.prof.
+    profile_dir = os.environ.get("BENCH_PROFILE")
+    profile = ["-m", "cProfile", "-o", f"{profile_dir}/{name}.prof"] if profile_dir else []
     return subprocess.Popen(
-        [sys.executable, "-m", "relay", "--config", str(config), "daemon",
+        [sys.executable, *profile, "-m", "relay", "--config", str(config), "daemon",
          "--log-format", "json", "--log-file", str(folder / "daemon.log")],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, env=env,

@@ -19,6 +19,7 @@ Target (issue 4): >= 1,000 follow-ups per second on SQLite.
 from __future__ import annotations
 
 import argparse
+import os
 import cProfile
 import json
 import pstats
@@ -92,7 +93,7 @@ def main() -> int:
     else:
         report(figures)
     if profile is not None:
-        pstats.Stats(profile, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(profile, stream=sys.stdout).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(int(os.environ.get("BENCH_LINES", "30")))
     return 0
 
 
@@ -147,7 +148,7 @@ class Stages:
     TARGETS = [
         ("heartbeat firing (fire_due)", "relay.engine.heartbeat", None, "fire_due"),
         ("turn claims", "relay.engine.turns", "TurnRunner", "claim"),
-        ("turn contexts (bulk read)", "relay.engine.turns", "TurnRunner", "_contexts"),
+        ("turn contexts (bulk read)", "relay.engine.turns", None, "read_contexts"),
         ("agent calls (scripted)", "relay.engine.turns", "TurnRunner", "_call_agent"),
         ("turn commits (batched)", "relay.engine.turns", "TurnRunner", "_commit_many"),
         ("outbox claim + screen", "relay.engine.outbox", "Dispatcher", "_screen"),

@@ -31,6 +31,7 @@ what is due is a column, not a scheduled job.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -228,6 +229,7 @@ class DaemonRunner:
         self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
         self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
         self.install_signals()
+        _settle_garbage_collector()
         stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
         stopper.start()
         self.register()
@@ -375,6 +377,21 @@ class DaemonRunner:
             return
         if due < job.next_run_time:
             job.modify(next_run_time=max(due, now))
+
+
+def _settle_garbage_collector() -> None:
+    """Keep the cyclic collector off the hot path of a long-running process.
+
+    A pulse makes and drops thousands of short-lived objects (ORM rows, dicts); with
+    the default thresholds the collector runs every 700 allocations and walks every
+    module, class and compiled query loaded at start-up each time it reaches the
+    oldest generation. Frozen, those are never walked again, and a larger first
+    threshold lets a batch finish before a collection (profiled: about a tenth of a
+    pulse's time went to the collector). Cycles are still collected.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -10,8 +10,8 @@ the follow-up is sent.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
@@ -36,9 +36,20 @@ class HeartbeatReport:
     fired: int = 0
     abandoned: int = 0
     deferred: int = 0
+    #: (instance id, version) of the follow-up turns leased in the firing
+    #: transaction, for the caller to run without claiming them again.
+    claimed: list[tuple[str, int]] = field(default_factory=list)
 
 
-def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
+@dataclass(frozen=True)
+class Lease:
+    """Who takes the follow-up turns a firing makes due, and for how long."""
+
+    owner: str
+    length: timedelta
+
+
+def fire_due(relay: Relay, limit: int, lease: Lease | None = None) -> HeartbeatReport:
     """Fire every due heartbeat (up to ``limit``) in one transaction.
 
     Rows are locked and re-checked by the claim query itself, so a heartbeat
@@ -47,6 +58,11 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
     for it to open; abandoning sends nothing, so it never waits. An instance
     whose window cannot be worked out (a time zone or window that is no longer
     valid) goes to a person instead of failing the whole batch every pulse.
+
+    With a ``lease``, each follow-up turn the firing makes due is leased to its
+    owner in the same transaction (as :func:`claims.claim_turns` would): a
+    daemon that fires a heartbeat runs its follow-up next, without reading and
+    writing the row once more to claim it.
     """
     report = HeartbeatReport()
     # The firings' transition rows go in with one statement, in this transaction.
@@ -83,6 +99,11 @@ def fire_due(relay: Relay, limit: int) -> HeartbeatReport:
                 log_rows=log_rows,
             )
             report.fired += 1
+            if lease is not None:
+                instance.lease_owner = lease.owner
+                instance.lease_expires_at = now + lease.length
+                instance.turn_attempts = 1
+                report.claimed.append((instance.id, instance.version))
         transitions.write_log(session, log_rows)
     return report
 

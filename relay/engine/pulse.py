@@ -100,17 +100,24 @@ class Pulse:
         if poll:
             report.polled = self.poll(report)
         report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)
-        beats = heartbeat.fire_due(self.relay, self.batch)
+        beats = heartbeat.fire_due(
+            self.relay, self.batch, heartbeat.Lease(self.owner, self.turns.lease)
+        )
         report.fired, report.abandoned = beats.fired, beats.abandoned
         report.deferred = beats.deferred
+        # The follow-ups the firing leased to this pulse go first, in its first round.
+        leased = beats.claimed
         for _ in range(MAX_ROUNDS):
             if should_stop():
+                self.turns.release(leased)
                 break
             outcomes = self.turns.run_due(
                 self.batch,
+                leased=leased,
                 should_stop=should_stop,
                 after_batch=lambda: report.delivery.add(self.dispatcher.deliver_due(self.batch)),
             )
+            leased = []
             report.turns.extend(outcomes)
             report.delivery.add(self.dispatcher.deliver_due(self.batch))
             if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):

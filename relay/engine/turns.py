@@ -105,17 +105,23 @@ class TurnRunner:
         self,
         limit: int,
         *,
+        leased: list[tuple[str, int]] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         after_batch: Callable[[], object] | None = None,
     ) -> list[TurnOutcome]:
         """Claim due turns and run them in batches (see :meth:`run_batch`).
+
+        ``leased``: turns this worker already holds (the follow-ups a heartbeat
+        firing leased to it); they run first, and fewer are claimed besides.
 
         ``should_stop`` is checked between turns: a stopping worker finishes the
         turn in progress, commits what has run, and gives back the other leases.
         ``after_batch`` runs after each committed batch (the pulse delivers what
         the batch wrote, so the first follow-ups need not wait for the last turn).
         """
-        claimed = self.claim(limit)
+        claimed = list(leased or [])
+        if len(claimed) < limit:
+            claimed += self.claim(limit - len(claimed))
         outcomes: list[TurnOutcome] = []
         position = 0
         while position < len(claimed):
