@@ -220,7 +220,7 @@ class Dispatcher:
             ids = [o.message_id for o, _ in group]
             # Instances first, then messages: the order every command locks in.
             owners = sorted({o.instance_id for o, _ in group if o.instance_id})
-            claims.lock_instances(session, owners)
+            claims.lock_instance_rows(session, owners)
             locked = claims.lock_messages(session, ids)
             facts = gate.Facts.read(session, locked.values())
             renewed = self.relay.now() + SEND_LEASE

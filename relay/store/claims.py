@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, exists, func, or_, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session, aliased, defer
 
 from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
@@ -24,6 +24,17 @@ from relay.store.models import Instance, Message
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
 #: Outbox rows still to be delivered (``sending`` ones whose sender died included).
 OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
+
+
+#: Columns the daemon's batches never read from a locked instance (it reads them,
+#: when a turn needs them, as plain rows): loading them for every row of a batch
+#: (decoding JSON, copying long text) costs more than the rest of the row.
+_NOT_ON_HOT_PATH = (
+    defer(Instance.meta),
+    defer(Instance.result_schema),
+    defer(Instance.objective),
+    defer(Instance.subject),
+)
 
 
 def _skip_locked(session: Session, query: Select[Any]) -> Select[Any]:
@@ -77,9 +88,22 @@ def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, Insta
         select(Instance)
         .where(Instance.id.in_(instance_ids))
         .order_by(Instance.id)
+        .options(*_NOT_ON_HOT_PATH)
         .with_for_update()
     )
     return {instance.id: instance for instance in session.scalars(query)}
+
+
+def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
+    """Lock several instances, in id order, reading nothing from them (a delivery
+    takes its conversation's lock so a pause or cancel waits for it, or it for them)."""
+    if instance_ids:
+        session.execute(
+            select(Instance.id)
+            .where(Instance.id.in_(instance_ids))
+            .order_by(Instance.id)
+            .with_for_update()
+        ).all()
 
 
 def lock_message(session: Session, message_id: int) -> Message | None:
@@ -118,6 +142,7 @@ def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance
         .where(*_heartbeat_due(now))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(limit)
+        .options(*_NOT_ON_HOT_PATH)
     )
     return list(session.scalars(_skip_locked(session, query)).all())
 
