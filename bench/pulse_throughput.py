@@ -71,6 +71,8 @@ def main() -> int:
             measure(pulse, args.count)
             profiler.disable()
             profile = profiler
+            if os.environ.get("BENCH_PROFILE_OUT"):
+                profiler.dump_stats(os.environ["BENCH_PROFILE_OUT"])
         dialect = relay.store.dialect
         relay.store.dispose()
 
