@@ -19,9 +19,9 @@ Target (issue 4): >= 1,000 follow-ups per second on SQLite.
 from __future__ import annotations
 
 import argparse
-import os
 import cProfile
 import json
+import os
 import pstats
 import sys
 import time
@@ -95,7 +95,9 @@ def main() -> int:
     else:
         report(figures)
     if profile is not None:
-        pstats.Stats(profile, stream=sys.stdout).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(int(os.environ.get("BENCH_LINES", "30")))
+        order = os.environ.get("BENCH_SORT", "cumulative")
+        lines = int(os.environ.get("BENCH_LINES", "30"))
+        pstats.Stats(profile, stream=sys.stdout).sort_stats(order).print_stats(lines)
     return 0
 
 
