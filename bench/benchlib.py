@@ -11,6 +11,7 @@ import os
 import platform
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -83,8 +84,12 @@ def _toml(value: Any) -> str:
 def throwaway_store(url: str | None) -> Iterator[Bench]:
     """A fresh migrated database: a temporary SQLite file, or (for a PostgreSQL
     URL) a new database on that server, dropped afterwards."""
-    with tempfile.TemporaryDirectory(prefix="relay-bench-") as raw:
+    # BENCH_KEEP=1 keeps the folder (daemon logs, the SQLite file) for a look afterwards.
+    keep = bool(os.environ.get("BENCH_KEEP"))
+    with tempfile.TemporaryDirectory(prefix="relay-bench-", delete=not keep) as raw:
         folder = Path(raw)
+        if keep:
+            print(f"keeping {folder}", file=sys.stderr)
         if not url or url.startswith("sqlite"):
             target = f"sqlite:///{folder / 'relay.db'}"
             upgrade_url(target)
