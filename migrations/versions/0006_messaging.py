@@ -24,8 +24,8 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "contact_aliases",
-        sa.Column("channel", sa.String(length=64), nullable=False),
         sa.Column("contact_id", sa.Integer(), nullable=False),
+        sa.Column("channel", sa.String(length=64), nullable=False),
         sa.Column("address", sa.String(length=320), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
@@ -34,7 +34,7 @@ def upgrade() -> None:
             name=op.f("fk_contact_aliases_contact_id_contacts"),
             ondelete="CASCADE",
         ),
-        sa.PrimaryKeyConstraint("channel", "contact_id", name=op.f("pk_contact_aliases")),
+        sa.PrimaryKeyConstraint("contact_id", "channel", name=op.f("pk_contact_aliases")),
         sa.UniqueConstraint("channel", "address", name=op.f("uq_contact_aliases_channel_address")),
     )
     op.create_table(

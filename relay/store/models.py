@@ -285,10 +285,11 @@ class ContactAlias(Base):
 
     __tablename__ = "contact_aliases"
 
-    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Contact first: the dispatcher reads a batch's aliases by contact id.
     contact_id: Mapped[int] = mapped_column(
         ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
     )
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
     address: Mapped[str] = mapped_column(String(320))
     created_at: Mapped[datetime]
 
