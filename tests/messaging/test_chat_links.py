@@ -169,7 +169,7 @@ def test_the_cli_prints_the_link_and_refuses_an_unbound_start(
     assert made.json()["link"].startswith(f"https://t.me/{BOT}?start=")
     shown = cli("contact", "link", "tg", ANN)
     assert made.json()["link"] in shown.stdout and "waiting for their Start" in shown.stdout
-    refused = cli("start", "bob@example.org", "-o", "Confirm", "-t", "Which day?", "--channel", "tg")
+    refused = cli("start", "bob@example.org", "-o", "Go", "-t", "Which day?", "--channel", "tg")
     assert refused.exit_code == 2, refused
     assert refused.stderr.count("\n") == 1 and "relay contact link tg" in refused.stderr
     missing = cli("contact", "link", "nope", ANN)

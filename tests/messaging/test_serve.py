@@ -195,8 +195,8 @@ def test_telegram_webhook_start_binds_the_chat(served: tuple[Any, Any]) -> None:
     """The webhook takes the path a poll takes: ``/start <token>`` binds, stores nothing."""
     relay, client = served
     token = relay.contact_link("tg", PHONE).link.rpartition("start=")[2]
-    update = {"update_id": 6, "message": {"message_id": 2, "date": 1_700_000_000,
-                                          "chat": {"id": 4242}, "text": f"/start {token}"}}  # fmt: skip
+    message = {"message_id": 2, "date": 1_700_000_000, "chat": {"id": 4242}}
+    update = {"update_id": 6, "message": {**message, "text": f"/start {token}"}}
     headers = {telegram.SECRET_HEADER: TG_SECRET}
     assert client.post("/telegram/tg/webhook", json=update, headers=headers).status_code == 200
     assert relay.contact_link("tg", PHONE).bound_to == "telegram:4242"
