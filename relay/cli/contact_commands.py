@@ -119,7 +119,7 @@ def opt_in(contact: ContactArg, json_out: JsonOption = False) -> None:
 
 @contact_app.command()
 def link(
-    channel: Annotated[str, typer.Argument(help="A telegram channel (its [channels.NAME]).")],
+    channel: Annotated[str, typer.Argument(help="A telegram channel, by its name in relay.toml.")],
     contact: ContactArg,
     json_out: JsonOption = False,
 ) -> None:
@@ -127,8 +127,8 @@ def link(
 
     A bot cannot write first: send the person this link; when they open it and
     press Start, their chat is bound to CONTACT on CHANNEL, and `relay start
-    CONTACT --channel CHANNEL` reaches them there. Needs bot_username in
-    [channels.CHANNEL].
+    CONTACT --channel CHANNEL` reaches them there. Needs the channel's
+    bot_username setting.
     """
     view = state.relay().contact_link(channel, contact)
     if json_out:
