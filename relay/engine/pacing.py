@@ -1,7 +1,7 @@
 """Send pacing shared by every process on the store.
 
 A Twilio number takes so many segments a second (one, for a US long code).
-The channel spaces its own sends (:class:`relay.channels.twilio.SegmentPacer`),
+The channel spaces its own sends (:class:`relay.channels.pacing.SegmentPacer`),
 but two daemons, or a daemon and ``relay send``, on one number would each
 keep their own count and together send too fast. So the engine hands such a
 channel slots kept in the store (``send_slots``): each send books its time in
