@@ -40,6 +40,7 @@ from relay.core.errors import (
 )
 from relay.engine import service
 from relay.engine.campaigns import ImportReport
+from relay.engine.chat_links import ChatLink
 from relay.engine.program import parse_meta
 from relay.engine.report_views import (
     ContactRow,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Ambiguous",
+    "ChatLink",
     "Config",
     "ConfigError",
     "Conflict",

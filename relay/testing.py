@@ -35,6 +35,11 @@ class FakeClock:
             self._now += step
             return self._now
 
+    def sleep(self, seconds: float) -> None:
+        """What code that waits (send pacing) calls on this clock: it moves the
+        clock on instead of waiting."""
+        self.advance(max(seconds, 0.0))
+
     def set(self, moment: datetime) -> None:
         if moment.tzinfo is None:
             raise ValueError("FakeClock.set needs a timezone-aware datetime")

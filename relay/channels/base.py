@@ -86,6 +86,26 @@ class Outbound:
     #: When the contact last wrote on any channel (None: never): WhatsApp takes free
     #: text only within 24 hours of it, templates outside.
     last_inbound_at: datetime | None = None
+    #: The conversation's own approved template (``relay start --whatsapp-template``),
+    #: preferred to the channel's when only a template may go.
+    template: ContentTemplate | None = None
+
+
+@dataclass(frozen=True)
+class ContentTemplate:
+    """An approved template (a Twilio Content SID) and its variables, whose values
+    may name ``{text}`` and ``{instance_id}``; no variables: the channel's."""
+
+    sid: str
+    variables: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any] | None) -> ContentTemplate | None:
+        """The stored form (``{"sid": ..., "variables": {...}}``), or None."""
+        if not value or not value.get("sid"):
+            return None
+        variables = value.get("variables") or {}
+        return cls(str(value["sid"]), tuple((str(k), str(v)) for k, v in variables.items()))
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,10 @@ class Inbound:
     raw: str | None = None
     #: An auto-reply that names a return date: the conversation pauses until then.
     resume_at: datetime | None = None
+    #: A deep link's start parameter (Telegram's ``/start <token>``): when relay
+    #: made the token, it binds the sender to the contact the token names, and
+    #: the message is not stored as a reply.
+    bind_token: str | None = None
 
 
 @dataclass(frozen=True)

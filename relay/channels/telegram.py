@@ -12,6 +12,7 @@ by the webhook route of ``relay serve`` (``/telegram/<channel>/webhook``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -39,8 +40,12 @@ PREFIX = "telegram:"
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 NOT_STARTED = (
     "the user has not started the bot (or blocked it): a bot cannot write first; "
-    "send them the link t.me/<bot>?start=<anything> and wait for their /start"
+    "send them the link `relay contact link <channel> <contact>` prints and wait for "
+    "their /start"
 )
+START = "/start"
+#: Telegram's limits on a deep link's start parameter.
+START_PARAMETER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class TelegramChannel:
@@ -87,12 +92,25 @@ class TelegramChannel:
     def address_problem(self, address: str) -> str | None:
         if chat_id(address) is not None:
             return None
-        link = f"t.me/{self.bot}?start=..." if self.bot else "t.me/<bot>?start=..."
+        link = f"t.me/{self.bot or '<bot>'}?start=<token>"
         return (
-            f"the telegram channel {self.name} needs a chat id (telegram:123456789), not "
-            f"{address!r}; a person gets one by opening {link} and pressing Start "
-            "(their /start shows in `relay contact show telegram:<id>`)"
+            f"{address} has no Telegram chat bound on channel {self.name}, and a bot "
+            "cannot write first: send them the link `relay contact link "
+            f"{self.name} {address}` prints ({link}); their Start binds "
+            "their chat, then start again (or give a chat id: telegram:123456789)"
         )
+
+    def deep_link(self, token: str) -> str:
+        """``https://t.me/<bot>?start=<token>``: opening it and pressing Start sends
+        ``/start <token>`` from the person's chat."""
+        if not self.bot:
+            raise ConfigError(
+                f"channels.{self.name}.bot_username is not set: relay needs the bot's "
+                "username (from @BotFather, without @) to make its t.me link"
+            )
+        if not START_PARAMETER.fullmatch(token):
+            raise ConfigError(f"channel {self.name}: {token!r} cannot be a start parameter")
+        return f"https://t.me/{self.bot.removeprefix('@')}?start={token}"
 
     def close(self) -> None:
         if self._client is not None:
@@ -164,7 +182,17 @@ def parse_update(update: Mapping[str, Any]) -> Inbound | None:
         received_at=datetime.fromtimestamp(int(date), UTC) if date else None,
         provider_message_id=f"update-{update.get('update_id')}",
         raw=json.dumps(update, ensure_ascii=False),
+        bind_token=start_parameter(message["text"]),
     )
+
+
+def start_parameter(text: str) -> str | None:
+    """``/start abc`` (what a deep link ``t.me/<bot>?start=abc`` sends) -> ``abc``."""
+    command, _, rest = text.strip().partition(" ")
+    if command.split("@", 1)[0] != START:
+        return None
+    parameter = rest.strip()
+    return parameter if START_PARAMETER.fullmatch(parameter) else None
 
 
 def _seconds(name: str, settings: Mapping[str, Any], key: str, default: int) -> float:

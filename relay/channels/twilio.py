@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -39,6 +37,7 @@ from relay.channels.base import (
     setting_required,
     setting_seconds,
 )
+from relay.channels.pacing import Booking, SegmentPacer
 from relay.channels.segments import segment_count
 from relay.core.errors import ConfigError
 from relay.core.values import DeliveryStatus, InboundKind
@@ -82,40 +81,6 @@ STATUS_MAP = {
     "undelivered": DeliveryStatus.UNDELIVERED,
     "failed": DeliveryStatus.FAILED,
 }
-
-
-class SegmentPacer:
-    """Spaces sends from one number to ``per_second`` segments a second (carriers
-    queue or drop what comes faster: a US long code takes one segment a second).
-
-    In-process: with several daemons sending from one number, also set the
-    channel's ``rate`` (counted in the store) to share the limit between them.
-    """
-
-    def __init__(
-        self,
-        per_second: float,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.per_second = per_second
-        self.clock = clock
-        self.sleep = sleep
-        self._free_at: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def wait(self, number: str, segments: int) -> float:
-        """Block until ``number`` may send ``segments`` more; returns the wait."""
-        if self.per_second <= 0:
-            return 0.0
-        with self._lock:
-            now = self.clock()
-            start = max(now, self._free_at.get(number, now))
-            self._free_at[number] = start + segments / self.per_second
-        delay = start - now
-        if delay > 0:
-            self.sleep(delay)
-        return delay
 
 
 class TwilioChannel:
@@ -195,6 +160,13 @@ class TwilioChannel:
             self._client.close()
             self._client = None
 
+    def pace_with(
+        self, book: Booking, clock: Callable[[], float], sleep: Callable[[float], None]
+    ) -> None:
+        """Keep this number's send slots elsewhere (the store, shared by processes),
+        read on ``clock`` (seconds since the epoch, the same in every process)."""
+        self.pacer = SegmentPacer(self.pacer.per_second, clock, sleep, book)
+
     # -- sending ------------------------------------------------------------------
 
     def _form(self, message: Outbound) -> dict[str, str]:
@@ -204,21 +176,28 @@ class TwilioChannel:
         if self.public_url and self.status_callback:
             form["StatusCallback"] = f"{self.public_url}/twilio/{self.name}/status"
         if self.kind == "whatsapp" and not _in_session(message):
-            if not self.template_sid:
+            own = message.template
+            sid = own.sid if own is not None else self.template_sid
+            if not sid:
                 raise PermanentChannelError(
                     f"channel {self.name}: {message.to} has not written in the last 24 hours, "
                     "so WhatsApp only takes an approved template; set template_sid "
-                    f"in [channels.{self.name}] (no message was sent)"
+                    f"in [channels.{self.name}] or start the conversation with "
+                    "--whatsapp-template (no message was sent)"
                 )
-            form["ContentSid"] = self.template_sid
+            form["ContentSid"] = sid
             form["ContentVariables"] = json.dumps(self._variables(message))
             return form
         form["Body"] = message.text
         return form
 
     def _variables(self, message: Outbound) -> dict[str, str]:
+        """The conversation's variables if it has its own, else the channel's,
+        with ``{text}`` and ``{instance_id}`` filled from the message."""
         values = {"text": message.text, "instance_id": message.instance_id or ""}
-        return {k: v.format_map(values) for k, v in self.template_variables.items()}
+        own = dict(message.template.variables) if message.template is not None else {}
+        chosen = own or self.template_variables
+        return {k: v.format_map(values) for k, v in chosen.items()}
 
     def _address(self, number: str) -> str:
         return f"whatsapp:{number}" if self.kind == "whatsapp" else number

@@ -1,4 +1,4 @@
-"""``relay contact list|show|set|opt-out|opt-in``."""
+"""``relay contact list|show|set|opt-out|opt-in|link``."""
 
 from __future__ import annotations
 
@@ -115,6 +115,33 @@ def opt_out(
 def opt_in(contact: ContactArg, json_out: JsonOption = False) -> None:
     """Allow messages to a contact who opted out (they asked to hear from you again)."""
     _print(state.relay().opt_in(contact), json_out)
+
+
+@contact_app.command()
+def link(
+    channel: Annotated[str, typer.Argument(help="A telegram channel, by its name in relay.toml.")],
+    contact: ContactArg,
+    json_out: JsonOption = False,
+) -> None:
+    """Print the t.me link that binds a person's Telegram chat to CONTACT.
+
+    A bot cannot write first: send the person this link; when they open it and
+    press Start, their chat is bound to CONTACT on CHANNEL, and `relay start
+    CONTACT --channel CHANNEL` reaches them there. Needs the channel's
+    bot_username setting.
+    """
+    view = state.relay().contact_link(channel, contact)
+    if json_out:
+        render.emit_json(view.to_json())
+        return
+    render.fields(
+        [
+            ("link", view.link),
+            ("contact", view.contact),
+            ("channel", view.channel),
+            ("bound to", view.bound_to or "(no chat yet: waiting for their Start)"),
+        ]
+    )
 
 
 def register(app: typer.Typer) -> None:

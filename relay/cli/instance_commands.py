@@ -158,6 +158,22 @@ def start(
     campaign: Annotated[
         str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
     ] = None,
+    whatsapp_template: Annotated[
+        str | None,
+        typer.Option(
+            "--whatsapp-template",
+            help="An approved Content SID (HX...) sent when WhatsApp's 24-hour window is "
+            "closed, instead of the channel's template_sid.",
+        ),
+    ] = None,
+    template_var: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--template-var",
+            help="NAME=VALUE for --whatsapp-template (1=Ann); VALUE may hold {text} and "
+            "{instance_id}; repeat for several. Default: the channel's template_variables.",
+        ),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -181,6 +197,8 @@ def start(
         meta=parse_meta(meta or []),
         result_schema=_read_schema(schema) if schema else None,
         campaign=campaign,
+        template_sid=whatsapp_template,
+        template_variables=parse_meta(template_var or [], "--template-var"),
     )
     if view.first_turn_note:
         render.warn(view.first_turn_note)

@@ -10,7 +10,7 @@ daemon) is held or cancelled here instead of reaching the contact afterwards.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -23,6 +23,7 @@ from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.core.windows import next_open, parse_window, zone
+from relay.store import aliases
 from relay.store.models import Contact, Instance, Message
 
 
@@ -58,6 +59,12 @@ class Facts:
     instances: dict[str, Any]
     #: The newest inbound message id per instance.
     last_inbound: dict[str, int]
+    #: Bound chats: ``{(channel, contact id): address}`` (see ``contact_aliases``).
+    aliases: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def address(self, channel: str, contact_id: int) -> str:
+        """Where the message goes on ``channel``: the contact's bound chat there, if any."""
+        return self.aliases.get((channel, contact_id)) or self.contacts[contact_id].address
 
     @classmethod
     def read(cls, session: Session, messages: Iterable[Message]) -> Facts:
@@ -84,6 +91,7 @@ class Facts:
                 Instance.previous_state,
                 Instance.subject,
                 Instance.window,
+                Instance.template,
             ).where(Instance.id.in_(instance_ids))
             instances = {row.id: row for row in session.execute(by_id)}
             inbound = (
@@ -95,7 +103,8 @@ class Facts:
                 .group_by(Message.instance_id)
             )
             last_inbound = {str(i): int(n) for i, n in session.execute(inbound)}
-        return cls(contacts, instances, last_inbound)
+        pairs = {(m.channel or "console", m.contact_id) for m in rows}
+        return cls(contacts, instances, last_inbound, aliases.addresses_for(session, pairs))
 
 
 def rule(message: Message, facts: Facts) -> Ruling:

@@ -25,7 +25,7 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine import contacts, events, transitions
+from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
 from relay.store import claims, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
@@ -65,6 +65,8 @@ class IngestReport:
     rejected: int = 0
     receipts: int = 0
     unmatched_receipts: int = 0
+    #: Chats bound to contacts by a deep link's ``/start <token>`` (not stored as replies).
+    bound: int = 0
     messages: list[Message] = field(default_factory=list)
 
 
@@ -95,6 +97,9 @@ def ingest(
     """Store everything a channel brought in, in the caller's one transaction."""
     report = IngestReport()
     for item in incoming.messages:
+        if chat_links.bind(session, channel, item, now, resolve):
+            report.bound += 1
+            continue
         try:
             address = resolve(item.sender)
         except InvalidInput as exc:
@@ -133,7 +138,7 @@ def store_arrival(
         session, arrival.channel, arrival.provider_message_id
     ):
         return None
-    person = contacts.find_or_create(session, arrival.address, now)
+    person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
     body, note = _bounded(arrival.text)
     instance, late = _route(session, person, arrival.references)

@@ -20,13 +20,21 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from relay.channels.base import Channel, ChannelError, Outbound, batch_sender, make_channel
+from relay.channels.base import (
+    Channel,
+    ChannelError,
+    ContentTemplate,
+    Outbound,
+    batch_sender,
+    make_channel,
+)
 from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.engine import events, gate, inbound, transitions, unsubscribe
 from relay.engine.backends import channel_names, channel_settings
+from relay.engine.pacing import share_pacing
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
 from relay.store import claims, queries
@@ -85,7 +93,9 @@ class Channels:
 
     def get(self, name: str) -> Channel:
         if name not in self._built:
-            self._built[name] = make_channel(name, channel_settings(self.relay.config, name))
+            built = make_channel(name, channel_settings(self.relay.config, name))
+            share_pacing(self.relay, name, built)
+            self._built[name] = built
         return self._built[name]
 
     def names(self) -> list[str]:
@@ -276,13 +286,14 @@ class Dispatcher:
                     Outbound(
                         message_id=message.id,
                         instance_id=message.instance_id,
-                        to=contact.address,
+                        to=facts.address(channel, message.contact_id),
                         text=message.body,
                         idempotency_key=message.idempotency_key or str(message.id),
                         thread=threads.get(message.instance_id or "", ()),
                         subject=instance.subject if instance is not None else None,
                         unsubscribe_token=links.make(message.contact_id, message.instance_id),
                         last_inbound_at=contact.last_inbound_at,
+                        template=ContentTemplate.from_json(instance and instance.template),
                     ),
                     channel,
                 )

@@ -56,13 +56,14 @@ def check_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(meta)
 
 
-def parse_meta(pairs: Sequence[str]) -> dict[str, str]:
-    """``["order=1042", "ticket=T-9"]`` (``relay start --meta``) -> a dict."""
+def parse_meta(pairs: Sequence[str], flag: str = "--meta") -> dict[str, str]:
+    """``["order=1042", "ticket=T-9"]`` (``relay start --meta``, ``--template-var``)
+    -> a dict; ``flag`` names the option in the error."""
     meta = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise InvalidInput(f"--meta {pair!r}: expected key=value")
+            raise InvalidInput(f"{flag} {pair!r}: expected key=value")
         meta[key.strip()] = value
     return meta
 

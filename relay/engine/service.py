@@ -26,10 +26,11 @@ from relay.core.clock import Clock, SystemClock
 from relay.core.errors import ConfigError, InvalidInput, OptedOut, Refused, Undeliverable
 from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, MessageStatus, TodoStatus
-from relay.engine import audit, contacts, forecast, inbound, operations, transitions
+from relay.engine import audit, chat_links, contacts, forecast, inbound, operations, transitions
 from relay.engine import events as event_log
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.backends import setup_problems
+from relay.engine.chat_links import ChatLink
 from relay.engine.lookups import Lookups, as_interval, parse_state
 from relay.engine.outgoing import cancel_outbox, queue_outbound
 from relay.engine.report_views import why
@@ -79,6 +80,8 @@ class NewConversation:
     answers: tuple[Any, ...] = ()
     meta: dict[str, Any] | None = None
     result_schema: dict[str, Any] | None = None
+    #: The conversation's own WhatsApp template (:func:`relay.core.templates.content_template`).
+    template: dict[str, Any] | None = None
 
 
 def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:
@@ -150,6 +153,8 @@ class Relay(Lookups):
         meta: Mapping[str, Any] | None = None,
         result_schema: Mapping[str, Any] | None = None,
         campaign: str | None = None,
+        template_sid: str | None = None,
+        template_variables: Mapping[str, str] | None = None,
         defer: bool = True,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one.
@@ -161,7 +166,9 @@ class Relay(Lookups):
         (:mod:`relay.core.answers`), or ``{"text": ..., "answer": KIND}``.
         ``meta``: the caller's own JSON object, returned unchanged in every event
         and in ``get``/``result``. ``result_schema``: a JSON Schema for the
-        answers, keyed by todo id.
+        answers, keyed by todo id. ``template_sid`` and ``template_variables``: the
+        approved WhatsApp template sent when the 24-hour window is closed, in
+        preference to the channel's (whatsapp channels only).
         """
         spec = self.prepare(
             contact,
@@ -176,8 +183,11 @@ class Relay(Lookups):
             campaign=campaign,
             meta=meta,
             result_schema=result_schema,
+            template_sid=template_sid,
+            template_variables=template_variables,
         )
-        self._check_backends(spec.channel, spec.agent, spec.window, spec.address)
+        reach = self._reach(spec.channel, spec.address)
+        self._check_backends(spec.channel, spec.agent, spec.window, reach)
         with self.store.transaction() as session:
             instance = self.create(session, spec, self.now(), actor)
             view = self._view(session, instance)
@@ -223,6 +233,8 @@ class Relay(Lookups):
         campaign: str | None = None,
         meta: Mapping[str, Any] | None = None,
         result_schema: Mapping[str, Any] | None = None,
+        template_sid: str | None = None,
+        template_variables: Mapping[str, str] | None = None,
     ) -> NewConversation:
         """Check and normalise what a new conversation needs, touching nothing
         (:meth:`start` and ``relay import`` both begin here)."""
@@ -232,6 +244,7 @@ class Relay(Lookups):
         address = self.normalise(contact)
         objective = _clean_text(objective, "objective")
         specs = todo_specs(todos)
+        channel = channel or str(self.config.get("defaults.channel"))
         return NewConversation(
             address=address,
             objective=objective,
@@ -239,14 +252,28 @@ class Relay(Lookups):
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
             heartbeat=as_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
             max_followups=self._max_followups(max_followups),
-            channel=channel or str(self.config.get("defaults.channel")),
+            channel=channel,
             agent=agent or str(self.config.get("agent.backend")),
             window=window,
             campaign=_campaign(campaign),
             answers=tuple(spec for _, spec in specs),
             meta=check_meta(meta),
             result_schema=_result_schema(result_schema),
+            template=self._template(channel, template_sid, template_variables),
         )
+
+    def _template(
+        self, channel: str, sid: str | None, variables: Mapping[str, str] | None
+    ) -> dict[str, Any] | None:
+        from relay.core.templates import content_template
+
+        template = content_template(sid, variables)
+        kind = str(self.config.get(f"channels.{channel}.type") or channel)
+        if template is not None and kind != "whatsapp":
+            raise InvalidInput(
+                f"a WhatsApp template is for whatsapp channels; channel {channel} is {kind}"
+            )
+        return template
 
     def create(
         self, session: Session, spec: NewConversation, now: datetime, actor: str = OPERATOR
@@ -300,16 +327,41 @@ class Relay(Lookups):
 
     def address_problem(self, channel: str, address: str) -> str | None:
         """Why ``channel`` cannot reach ``address`` (an email channel and a phone
-        number), or None; the channel is built once per name."""
+        number), or None; a contact's bound chat on the channel counts (asked only
+        when the address itself is refused, so an import costs nothing more)."""
+        check = getattr(self.channel(channel), "address_problem", None)
+        if not callable(check):
+            return None
+        problem = check(address)
+        if problem:
+            reach = self._reach(channel, address)
+            problem = check(reach) if reach != address else problem
+        return problem
+
+    def channel(self, name: str) -> Any:
+        """Channel ``name`` built from its section, once per name (for checks and
+        links; the dispatcher builds its own)."""
         from relay.channels.base import make_channel
         from relay.engine.backends import channel_settings
 
-        built = self._built_channels.get(channel)
+        built = self._built_channels.get(name)
         if built is None:
-            built = make_channel(channel, channel_settings(self.config, channel))
-            self._built_channels[channel] = built
-        check = getattr(built, "address_problem", None)
-        return check(address) if callable(check) else None
+            built = make_channel(name, channel_settings(self.config, name))
+            self._built_channels[name] = built
+        return built
+
+    def _reach(self, channel: str, address: str) -> str:
+        """Where ``channel`` reaches the contact ``address``: its bound chat, if any."""
+        with self.store.read_transaction() as session:
+            person = queries.contact_by_address(session, address)
+            if person is None:
+                return address
+            return chat_links.reach(session, channel, person.id, address)
+
+    def contact_link(self, channel: str, contact: str) -> ChatLink:
+        """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
+        ``contact`` (see :mod:`relay.engine.chat_links`)."""
+        return chat_links.link(self, channel, contact)
 
     def import_csv(
         self,
@@ -393,6 +445,7 @@ class Relay(Lookups):
             turn_attempts=0,
             campaign=spec.campaign,
             import_key=spec.import_key,
+            template=spec.template,
             created_at=now,
             updated_at=now,
         )

@@ -39,7 +39,7 @@ class UnsubscribeTokens:
 
     def make(self, contact_id: int, instance_id: str | None) -> str:
         payload = f"{contact_id}.{instance_id or '-'}"
-        return f"{payload}.{self._mac(payload)}"
+        return f"{payload}.{self.mac(payload)}"
 
     def read(self, token: str) -> tuple[int, str | None]:
         """(contact id, instance id or None); InvalidInput for anything forged or mangled."""
@@ -47,12 +47,15 @@ class UnsubscribeTokens:
         instance, _, mac = rest.partition(".")
         payload = f"{contact}.{instance}"
         if not (contact.isdigit() and instance and mac) or not hmac.compare_digest(
-            self._mac(payload), mac
+            self.mac(payload), mac
         ):
             raise InvalidInput("unknown or invalid unsubscribe token")
         return int(contact), (None if instance == "-" else instance)
 
-    def _mac(self, payload: str) -> str:
+    def mac(self, payload: str) -> str:
+        """The MAC under the store's key, URL- and Telegram-safe (``[A-Za-z0-9_-]``);
+        other tokens (:mod:`relay.engine.chat_links`) sign their own payloads with it,
+        prefixed so that no payload of one kind is ever one of another."""
         digest = hmac.new(self.key, payload.encode("utf-8"), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:MAC_BYTES]).decode("ascii").rstrip("=")
 

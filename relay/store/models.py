@@ -135,6 +135,9 @@ class Instance(Base):
     campaign: Mapped[str | None] = mapped_column(String(128), index=True)
     # One row of one import: re-running the import starts nothing twice.
     import_key: Mapped[str | None] = mapped_column(String(64))
+    # The approved template this conversation sends outside WhatsApp's 24-hour
+    # window (``{"sid": "HX...", "variables": {"1": "Ann"}}``); None: relay.toml's.
+    template: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (
         Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
@@ -273,6 +276,37 @@ class ChannelCursor(Base):
     channel: Mapped[str] = mapped_column(String(64), primary_key=True)
     position: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime]
+
+
+class ContactAlias(Base):
+    """Where a contact is reached on one channel when its own address cannot be
+    used there: a Telegram chat bound by ``/start <token>`` to a contact known by
+    phone or email. One chat per contact per channel, one contact per chat."""
+
+    __tablename__ = "contact_aliases"
+
+    # Contact first: the dispatcher reads a batch's aliases by contact id.
+    contact_id: Mapped[int] = mapped_column(
+        ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True
+    )
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    address: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime]
+
+    __table_args__ = (UniqueConstraint("channel", "address"),)
+
+
+class SendSlot(Base):
+    """The next free send time of one sending number (a Twilio ``from``), shared by
+    every process on the store: each send moves it on by its segments' worth of
+    time in one atomic ``UPDATE ... RETURNING``. Microseconds since the epoch, so
+    both databases do the arithmetic exactly."""
+
+    __tablename__ = "send_slots"
+
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    sender: Mapped[str] = mapped_column(String(64), primary_key=True)
+    free_at_us: Mapped[int] = mapped_column(BigInteger)
 
 
 class InboundReject(Base):

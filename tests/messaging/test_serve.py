@@ -36,6 +36,7 @@ CHANNELS = {
     "channels.tg.type": "telegram",
     "channels.tg.token_env": "BOT_TOKEN",
     "channels.tg.webhook_secret_env": "TG_SECRET",
+    "channels.tg.bot_username": "depot_bot",
 }
 
 
@@ -188,6 +189,18 @@ def test_telegram_webhook_needs_the_secret_token(served: tuple[Any, Any]) -> Non
     assert client.post("/telegram/tg/webhook", json=update, headers=headers).status_code == 200
     assert client.post("/telegram/tg/webhook", json=update, headers=headers).status_code == 200
     assert [m.text for m in relay.contact("telegram:4242").unrouted] == ["hi"]
+
+
+def test_telegram_webhook_start_binds_the_chat(served: tuple[Any, Any]) -> None:
+    """The webhook takes the path a poll takes: ``/start <token>`` binds, stores nothing."""
+    relay, client = served
+    token = relay.contact_link("tg", PHONE).link.rpartition("start=")[2]
+    message = {"message_id": 2, "date": 1_700_000_000, "chat": {"id": 4242}}
+    update = {"update_id": 6, "message": {**message, "text": f"/start {token}"}}
+    headers = {telegram.SECRET_HEADER: TG_SECRET}
+    assert client.post("/telegram/tg/webhook", json=update, headers=headers).status_code == 200
+    assert relay.contact_link("tg", PHONE).bound_to == "telegram:4242"
+    assert inbound_count(relay) == 0
 
 
 def test_one_click_unsubscribe(served: tuple[Any, Any]) -> None:

@@ -15,7 +15,7 @@ from relay.channels.base import (
     PermanentChannelError,
     make_channel,
 )
-from relay.core.errors import InvalidInput
+from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.addresses import normalise_address
 
 
@@ -88,3 +88,24 @@ def test_telegram_addresses() -> None:
     assert normalise_address("telegram:-1001234").kind == "telegram"
     with pytest.raises(InvalidInput):
         normalise_address("telegram:bob")
+
+
+def test_a_deep_links_start_parameter_is_read(bot_api: FakeTelegram) -> None:
+    from relay.channels.telegram import start_parameter
+
+    assert start_parameter("/start 12-abc_DEF") == "12-abc_DEF"
+    assert start_parameter("/start@depot_bot 12-abc") == "12-abc"
+    assert start_parameter("/start") is None
+    assert start_parameter("/start not a token!") is None
+    assert start_parameter("please /start 12-abc") is None
+    bot_api.add_message(4242, "/start 7-xyz")
+    [message] = channel(bot_api).poll(None).messages
+    assert (message.bind_token, message.text) == ("7-xyz", "/start 7-xyz")
+
+
+def test_deep_link_needs_the_bot_username(bot_api: FakeTelegram) -> None:
+    assert channel(bot_api, bot_username="@depot_bot").deep_link("7-x") == (
+        "https://t.me/depot_bot?start=7-x"
+    )
+    with pytest.raises(ConfigError, match="bot_username"):
+        channel(bot_api).deep_link("7-x")
