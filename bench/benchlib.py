@@ -6,6 +6,7 @@ Not a test helper and not part of relay: the benchmarks import it by path
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
@@ -86,10 +87,13 @@ def throwaway_store(url: str | None) -> Iterator[Bench]:
     URL) a new database on that server, dropped afterwards."""
     # BENCH_KEEP=1 keeps the folder (daemon logs, the SQLite file) for a look afterwards.
     keep = bool(os.environ.get("BENCH_KEEP"))
-    with tempfile.TemporaryDirectory(prefix="relay-bench-", delete=not keep) as raw:
-        folder = Path(raw)
+    with contextlib.ExitStack() as cleanup:
         if keep:
-            print(f"keeping {folder}", file=sys.stderr)
+            raw = tempfile.mkdtemp(prefix="relay-bench-")
+            print(f"keeping {raw}", file=sys.stderr)
+        else:
+            raw = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="relay-bench-"))
+        folder = Path(raw)
         if not url or url.startswith("sqlite"):
             target = f"sqlite:///{folder / 'relay.db'}"
             upgrade_url(target)

@@ -52,7 +52,10 @@ MAX_TURN_ATTEMPTS = 5
 TURN_BATCH = 100
 #: A batch whose agents all answered within this many seconds may grow (up to
 #: TURN_BATCH); a slower one shrinks back to a single turn, so with an LLM agent
-#: every turn is committed as soon as its own agent has answered.
+#: every turn is committed as soon as its own agent has answered. Only the time in
+#: the agents counts: reads and commits slowed by a busy machine (several daemons
+#: on few cores) must not shrink the batches, or each turn pays for a transaction
+#: of its own just when the machine can least afford it.
 BATCH_SECONDS = 0.2
 
 
@@ -90,6 +93,9 @@ class TurnRunner:
     # How many turns go in the next batch: learnt from how fast the agents were,
     # and kept from one call to the next.
     batch_size: int = 1
+    # Seconds spent in agent calls since the current batch began, by ``timer``.
+    _agent_seconds: float = field(default=0.0, init=False, repr=False)
+    timer: Callable[[], float] = time.monotonic
 
     @property
     def lease(self) -> timedelta:
@@ -129,9 +135,9 @@ class TurnRunner:
                 self.release(claimed[position:])
                 break
             chunk = claimed[position : position + self.batch_size]
-            started = time.monotonic()
+            self._agent_seconds = 0.0
             done = self.run_batch(chunk, should_stop=should_stop)
-            quick = time.monotonic() - started < BATCH_SECONDS
+            quick = self._agent_seconds < BATCH_SECONDS
             self.batch_size = min(TURN_BATCH, self.batch_size * 4) if quick else 1
             outcomes.extend(done)
             position += len(done)
@@ -217,6 +223,14 @@ class TurnRunner:
         return self._agents[name]
 
     def _call_agent(self, name: str, context: TurnContext) -> list[Action]:
+        started = self.timer()
+        try:
+            return self._run_agent(name, context)
+        finally:
+            self._agent_seconds += self.timer() - started
+
+    def _run_agent(self, name: str, context: TurnContext) -> list[Action]:
+        """The agent's actions; a transient failure is tried once more."""
         agent = self.agent(name)
         try:
             return agent.run(context)
