@@ -84,6 +84,7 @@ class Facts:
                 Instance.previous_state,
                 Instance.subject,
                 Instance.window,
+                Instance.first_delivered_at,
             ).where(Instance.id.in_(instance_ids))
             instances = {row.id: row for row in session.execute(by_id)}
             inbound = (
