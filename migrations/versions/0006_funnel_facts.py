@@ -50,6 +50,7 @@ _OUTCOME = """CASE
   WHEN state = 'FAILED' THEN 'failed'
   WHEN state = 'NEEDS_HUMAN_INTERVENTION' THEN 'needs_human'
 END"""
+_COLUMNS = ("followups_sent", "reply_seconds", "first_reply_at", "first_delivered_at", "outcome")
 _FUNNEL = ["campaign", "outcome", "created_at", "first_delivered_at", "first_reply_at",
            "followups_sent"]  # fmt: skip
 
@@ -61,14 +62,14 @@ def _seconds(later: str, earlier: str) -> str:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("instances") as batch:
-        batch.add_column(sa.Column("outcome", sa.String(16), nullable=True))
-        batch.add_column(sa.Column("first_delivered_at", sa.DateTime(timezone=True)))
-        batch.add_column(sa.Column("first_reply_at", sa.DateTime(timezone=True)))
-        batch.add_column(sa.Column("reply_seconds", sa.Float(), nullable=True))
-        batch.add_column(
-            sa.Column("followups_sent", sa.Integer(), nullable=False, server_default="0")
-        )
+    for column in (
+        sa.Column("outcome", sa.String(16), nullable=True),
+        sa.Column("first_delivered_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("first_reply_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("reply_seconds", sa.Float(), nullable=True),
+        sa.Column("followups_sent", sa.Integer(), nullable=False, server_default="0"),
+    ):
+        op.add_column("instances", column)
     sets = ", ".join(f"{column} = ({query})" for column, query in _BACKFILL.items())
     op.execute(f"UPDATE instances SET outcome = {_OUTCOME}, {sets}")
     op.execute(
@@ -84,7 +85,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_instances_reply_seconds", table_name="instances")
     op.drop_index("ix_instances_funnel", table_name="instances")
-    with op.batch_alter_table("instances") as batch:
-        for column in ("followups_sent", "reply_seconds", "first_reply_at",
-                       "first_delivered_at", "outcome"):  # fmt: skip
-            batch.drop_column(column)
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite >= 3.35), not a batch copy of the
+    # table: dropping ``instances`` to copy it would cascade to its messages.
+    for column in _COLUMNS:
+        op.drop_column("instances", column)
