@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select, update
 from sqlalchemy.orm import Session
@@ -29,6 +29,7 @@ from relay.core.outcomes import OUTCOMES, reply_delay
 from relay.core.values import Direction, MessageStatus, TodoStatus
 from relay.store.models import FUNNEL_INDEX, REPLY_INDEX, Instance, Message, Todo, table_of
 
+_Query = TypeVar("_Query", bound="Select[*tuple[Any, ...]]")
 _OPEN = (TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value)
 
 
@@ -89,7 +90,7 @@ def _chosen(campaign: str | None, since: datetime | None) -> list[ColumnElement[
     return where
 
 
-def _using(session: Session, query: Select[Any], index: str) -> Select[Any]:
+def _using(session: Session, query: _Query, index: str) -> _Query:
     """SQLite plans without statistics (relay never ANALYZEs its file) and would
     pick the narrower campaign index; name the covering one."""
     return query.with_hint(Instance, f"INDEXED BY {index}", dialect_name="sqlite")
@@ -139,13 +140,13 @@ def median_first_reply(
     )
     if not count:
         return None
-    middle = session.scalars(
+    middle: list[Any] = session.execute(
         _using(session, select(Instance.reply_seconds).where(where), REPLY_INDEX)
         .order_by(Instance.reply_seconds)
         .limit(2 - count % 2)
         .offset((count - 1) // 2)
     ).all()
-    return sum(float(v) for v in middle) / len(middle)
+    return sum(float(row[0]) for row in middle) / len(middle)
 
 
 def failed_deliveries(
@@ -161,7 +162,6 @@ def failed_deliveries(
         where.append(Message.instance_id.in_(select(Instance.id).where(*_chosen(campaign, since))))
     else:
         where.append(Message.instance_id.is_not(None))
-    rows = session.execute(
-        select(reason, count).where(*where).group_by(reason).order_by(count.desc(), reason).limit(limit)
-    ).all()
+    query = select(reason, count).where(*where).group_by(reason)
+    rows = session.execute(query.order_by(count.desc(), reason).limit(limit)).all()
     return [(str(r), int(c)) for r, c in rows]

@@ -42,8 +42,9 @@ def _story(relay: Any, clock: FakeClock, drive: Callable[..., str]) -> dict[str,
         ids[name + ":contact"] = contact
     _settle(relay)  # every first message delivered at t0
     t0 = clock.now()
-    for after, name, text in ((10, "other", "Thursday"), (30, "needs_human", "A human please"),
-                              (90, "completed", "Thursday"), (150, "opted_out", "STOP")):  # fmt: skip
+    replies = ((10, "other", "Thursday"), (30, "needs_human", "A human please"),
+               (90, "completed", "Thursday"), (150, "opted_out", "STOP"))  # fmt: skip
+    for after, name, text in replies:
         clock.set(t0 + timedelta(seconds=after))
         relay.receive(ids[name + ":contact"], text)
         _settle(relay)
@@ -119,7 +120,7 @@ def test_a_bounce_takes_the_first_delivery_back(
     assert relay.stats(campaign="b").delivered == 1
     with relay.store.transaction() as session:
         message = session.scalars(select(Message).where(Message.instance_id == view.id)).one()
-        receipt = Receipt(provider_message_id=message.provider_message_id or "", status=DeliveryStatus.BOUNCED,
+        receipt = Receipt(message.provider_message_id or "", DeliveryStatus.BOUNCED,
                           error="no such mailbox", permanent=True)  # fmt: skip
         assert inbound.apply_receipt(session, message.channel or "", receipt, clock.now())
     stats = relay.stats(campaign="b")
