@@ -18,7 +18,7 @@ stored (:func:`note_reply`), a follow-up with its transition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -140,7 +140,7 @@ def median_first_reply(
     )
     if not count:
         return None
-    middle: list[Any] = session.execute(
+    middle: Sequence[Any] = session.execute(
         _using(session, select(Instance.reply_seconds).where(where), REPLY_INDEX)
         .order_by(Instance.reply_seconds)
         .limit(2 - count % 2)
