@@ -10,8 +10,10 @@ transitions in SQL (one UPDATE each, correlated subqueries over the
 
 - ``ix_instances_funnel`` (campaign, outcome, created_at, first_delivered_at,
   first_reply_at, followups_sent): every count, grouped in index order;
-- ``ix_instances_reply_seconds`` (reply_seconds, campaign, created_at): the
-  median, as the middle row of an ordered index range.
+- ``ix_instances_reply_seconds`` (reply_seconds, created_at) and
+  ``ix_instances_campaign_reply_seconds`` (campaign, reply_seconds,
+  created_at), partial (replied conversations only): the median, as the
+  middle row of an ordered index range.
 
 Revision ID: 0006
 Revises: 0005
@@ -50,6 +52,10 @@ _OUTCOME = """CASE
   WHEN state = 'FAILED' THEN 'failed'
   WHEN state = 'NEEDS_HUMAN_INTERVENTION' THEN 'needs_human'
 END"""
+_REPLY = {
+    "ix_instances_reply_seconds": ["reply_seconds", "created_at"],
+    "ix_instances_campaign_reply_seconds": ["campaign", "reply_seconds", "created_at"],
+}
 _COLUMNS = ("followups_sent", "reply_seconds", "first_reply_at", "first_delivered_at", "outcome")
 _FUNNEL = ["campaign", "outcome", "created_at", "first_delivered_at", "first_reply_at",
            "followups_sent"]  # fmt: skip
@@ -77,13 +83,14 @@ def upgrade() -> None:
         "WHERE first_reply_at >= first_delivered_at"
     )
     op.create_index("ix_instances_funnel", "instances", _FUNNEL)
-    op.create_index(
-        "ix_instances_reply_seconds", "instances", ["reply_seconds", "campaign", "created_at"]
-    )
+    replied = sa.text("reply_seconds IS NOT NULL")
+    for name, columns in _REPLY.items():
+        op.create_index(name, "instances", columns, sqlite_where=replied, postgresql_where=replied)
 
 
 def downgrade() -> None:
-    op.drop_index("ix_instances_reply_seconds", table_name="instances")
+    for name in _REPLY:
+        op.drop_index(name, table_name="instances")
     op.drop_index("ix_instances_funnel", table_name="instances")
     # Plain ALTER TABLE ... DROP COLUMN (SQLite >= 3.35), not a batch copy of the
     # table: dropping ``instances`` to copy it would cascade to its messages.

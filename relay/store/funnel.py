@@ -1,7 +1,7 @@
 """The funnel's SQL (``relay stats``) and the writes that keep its facts.
 
-Every figure is read from ``instances`` alone, from two covering indexes (see
-``ix_instances_funnel`` and ``ix_instances_reply_seconds`` in the models): one
+Every figure is read from ``instances`` alone, from covering indexes (see
+``ix_instances_funnel`` and the partial ``REPLY_INDEXES`` in the models): one
 scan of the chosen range grouped in index order gives started, delivered,
 replied, follow-ups and each outcome; the median time to first reply is the
 middle row of an ordered index range (``percentile_cont`` on PostgreSQL). Only
@@ -20,16 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, func, select, update
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from relay.core.outcomes import OUTCOMES, reply_delay
 from relay.core.values import Direction, MessageStatus, TodoStatus
-from relay.store.models import FUNNEL_INDEX, REPLY_INDEX, Instance, Message, Todo, table_of
+from relay.store.models import Instance, Message, Todo, table_of
 
-_Query = TypeVar("_Query", bound="Select[*tuple[Any, ...]]")
 _OPEN = (TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value)
 
 
@@ -90,12 +89,6 @@ def _chosen(campaign: str | None, since: datetime | None) -> list[ColumnElement[
     return where
 
 
-def _using(session: Session, query: _Query, index: str) -> _Query:
-    """SQLite plans without statistics (relay never ANALYZEs its file) and would
-    pick the narrower campaign index; name the covering one."""
-    return query.with_hint(Instance, f"INDEXED BY {index}", dialect_name="sqlite")
-
-
 def funnel(session: Session, *, campaign: str | None, since: datetime | None) -> dict[str, int]:
     """started, delivered, replied, followups and each outcome's count: one
     statement, grouped by (campaign, outcome) in the index's order."""
@@ -111,9 +104,7 @@ def funnel(session: Session, *, campaign: str | None, since: datetime | None) ->
         .group_by(Instance.campaign, Instance.outcome)
     )
     counts = dict.fromkeys(("started", "delivered", "replied", "followups", *OUTCOMES), 0)
-    for outcome, started, delivered, replied, followups in session.execute(
-        _using(session, query, FUNNEL_INDEX)
-    ):
+    for outcome, started, delivered, replied, followups in session.execute(query):
         for key, value in zip(
             ("started", "delivered", "replied", "followups", outcome or "live"),
             (started, delivered, replied, followups, started),
@@ -135,13 +126,12 @@ def median_first_reply(
             select(func.percentile_cont(0.5).within_group(Instance.reply_seconds)).where(where)
         )
         return None if median is None else float(median)
-    count = session.scalar(
-        _using(session, select(func.count(Instance.reply_seconds)).where(where), REPLY_INDEX)
-    )
+    count = session.scalar(select(func.count(Instance.reply_seconds)).where(where))
     if not count:
         return None
     middle: Sequence[Any] = session.execute(
-        _using(session, select(Instance.reply_seconds).where(where), REPLY_INDEX)
+        select(Instance.reply_seconds)
+        .where(where)
         .order_by(Instance.reply_seconds)
         .limit(2 - count % 2)
         .offset((count - 1) // 2)
@@ -156,12 +146,15 @@ def failed_deliveries(
     (direction, status) index finds them; only the failed rows are read)."""
     reason = func.coalesce(Message.last_error, "unknown").label("reason")
     count = func.count().label("count")
-    where = [Message.direction == Direction.OUTBOUND.value,
-             Message.status == MessageStatus.FAILED.value]  # fmt: skip
-    if campaign is not None or since is not None:
-        where.append(Message.instance_id.in_(select(Instance.id).where(*_chosen(campaign, since))))
+    query = select(reason, count).where(
+        Message.direction == Direction.OUTBOUND.value,
+        Message.status == MessageStatus.FAILED.value,
+    )
+    if campaign or since is not None:
+        # Driven from the failed rows, each joined to its instance by id.
+        query = query.join(Instance, Instance.id == Message.instance_id)
+        query = query.where(*_chosen(campaign, since))
     else:
-        where.append(Message.instance_id.is_not(None))
-    query = select(reason, count).where(*where).group_by(reason)
-    rows = session.execute(query.order_by(count.desc(), reason).limit(limit)).all()
-    return [(str(r), int(c)) for r, c in rows]
+        query = query.where(Message.instance_id.is_not(None))
+    query = query.group_by(reason).order_by(count.desc(), reason).limit(limit)
+    return [(str(r), int(c)) for r, c in session.execute(query).all()]

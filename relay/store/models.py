@@ -22,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -42,7 +43,13 @@ FUNNEL_INDEX = "ix_instances_funnel"
 FUNNEL_COLUMNS = (
     "campaign", "outcome", "created_at", "first_delivered_at", "first_reply_at", "followups_sent"
 )  # fmt: skip
-REPLY_INDEX = "ix_instances_reply_seconds"
+# Partial (replied conversations only): the median's ordered ranges, for all
+# conversations and for one campaign.
+REPLY_INDEXES = {
+    "ix_instances_reply_seconds": ("reply_seconds", "created_at"),
+    "ix_instances_campaign_reply_seconds": ("campaign", "reply_seconds", "created_at"),
+}
+_REPLIED = text("reply_seconds IS NOT NULL")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -163,10 +170,13 @@ class Instance(Base):
         # Due heartbeats (and the daemon's next_due), earliest first (issue 12).
         Index("ix_instances_state_next_heartbeat_at_seq", "state", "next_heartbeat_at", "seq"),
         # The funnel (issue 11): every count of `relay stats` from one covering scan
-        # of a campaign's range, grouped in index order; the median from the
-        # second, walked in reply_seconds order.
+        # of a campaign's range, grouped in index order; the median from a
+        # partial index, walked in reply_seconds order.
         Index(FUNNEL_INDEX, *FUNNEL_COLUMNS),
-        Index(REPLY_INDEX, "reply_seconds", "campaign", "created_at"),
+        *(
+            Index(name, *columns, sqlite_where=_REPLIED, postgresql_where=_REPLIED)
+            for name, columns in REPLY_INDEXES.items()
+        ),
     )
 
 
