@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from relay import __version__
-from relay.cli import render
+from relay.cli import placeholders, render
 from relay.core.errors import Refused, RelayError
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ class RelayGroup(TyperGroup):
             state.close()
             os.umask(umask)
 
+
+placeholders.install()
 
 app = typer.Typer(
     name="relay",

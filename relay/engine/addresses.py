@@ -34,6 +34,14 @@ def normalise_address(text: str, region: str = "US") -> Address:
     return _phone(raw, region)
 
 
+def kind_of(normalised: str) -> str:
+    """The kind of an address that :func:`normalise_address` already returned
+    (a bulk insert need not parse a phone number a second time)."""
+    if normalised.startswith(TELEGRAM_PREFIX):
+        return "telegram"
+    return "email" if "@" in normalised else "phone"
+
+
 def _email(raw: str) -> Address:
     from email_validator import EmailNotValidError, validate_email
 

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import Event, State, next_state
 from relay.core.values import TodoStatus
+from relay.engine.addresses import kind_of
 from relay.store import reads
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Instance, Todo, Transition
@@ -67,7 +68,7 @@ def _contacts(
         session.execute(
             insert(Contact),
             [
-                {"address": a, "kind": relay.address(a).kind, "created_at": now, "updated_at": now}
+                {"address": a, "kind": kind_of(a), "created_at": now, "updated_at": now}
                 for a in missing
             ],
         )

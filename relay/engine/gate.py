@@ -92,6 +92,7 @@ class Facts:
                 Instance.subject,
                 Instance.window,
                 Instance.template,
+                Instance.first_delivered_at,
             ).where(Instance.id.in_(instance_ids))
             instances = {row.id: row for row in session.execute(by_id)}
             inbound = (

@@ -27,7 +27,7 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
-from relay.store import claims, queries
+from relay.store import claims, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -159,6 +159,8 @@ def store_arrival(
         created_at=now,
     )
     session.add(message)
+    if instance is not None and arrival.kind is InboundKind.MESSAGE:
+        funnel.note_reply(instance, now)
     session.flush()
     data = {"message_id": message.id, "channel": message.channel, "kind": message.kind}
     events.record(session, events.Kind.RECEIVED, message.instance_id, data, now)
@@ -265,6 +267,7 @@ def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetim
     if message.instance_id is not None:
         instance = claims.lock_instance(session, message.instance_id)
         if instance is not None:
+            funnel.forget_delivery(session, instance)
             transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
 

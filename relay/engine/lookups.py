@@ -114,6 +114,7 @@ class Lookups:
     ) -> StatsView:
         """The funnel: started, delivered, replied, and how conversations ended
         (``since``: only conversations started within this duration, e.g. 7d)."""
+        from relay.core.outcomes import OUTCOMES
         from relay.store import funnel
 
         start = self.now() - as_interval(since) if since else None
@@ -125,11 +126,11 @@ class Lookups:
                 started=counts["started"],
                 delivered=counts["delivered"],
                 replied=counts["replied"],
-                outcomes={name: counts[name] for name in funnel.OUTCOMES},
+                outcomes={name: counts[name] for name in OUTCOMES},
                 median_first_reply_seconds=funnel.median_first_reply(
                     session, campaign=campaign, since=start
                 ),
-                followups=funnel.followups_sent(session, campaign=campaign, since=start),
+                followups=counts["followups"],
                 failed_deliveries=tuple(
                     funnel.failed_deliveries(session, campaign=campaign, since=start)
                 ),

@@ -37,7 +37,7 @@ from relay.engine.backends import channel_names, channel_settings
 from relay.engine.pacing import share_pacing
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
-from relay.store import claims, queries
+from relay.store import claims, funnel, queries
 from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
@@ -125,6 +125,9 @@ class Dispatcher:
         # When each claimed message was written: a delivery that came late moves
         # its conversation's heartbeat by as much (the silence runs from delivery).
         self._written: dict[int, datetime] = {}
+        # Claimed messages whose conversation had no delivery yet: recording one as
+        # sent also records the conversation's first delivery (for the funnel).
+        self._firsts: set[int] = set()
 
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
@@ -307,6 +310,8 @@ class Dispatcher:
                 )
             )
             self._written[message.id] = message.created_at
+            if instance is not None and instance.first_delivered_at is None:
+                self._firsts.add(message.id)
         return ready
 
     def _deliver(
@@ -342,6 +347,7 @@ class Dispatcher:
                 ],
             )
             self._move_heartbeats(session, sent)
+            funnel.record_first_deliveries(session, self._first_deliveries(sent))
             for done in sent:
                 data = {"message_id": done.outbound.message_id, "channel": done.channel}
                 events.record(session, events.Kind.SENT, done.outbound.instance_id, data, done.at)
@@ -355,6 +361,14 @@ class Dispatcher:
                 extra={"instance_id": done.outbound.instance_id},
             )
         report.sent += len(sent)
+
+    def _first_deliveries(self, sent: list[_Sent]) -> dict[str, datetime]:
+        firsts: dict[str, datetime] = {}
+        for done in sent:
+            if done.outbound.message_id in self._firsts and done.outbound.instance_id:
+                self._firsts.discard(done.outbound.message_id)
+                firsts.setdefault(done.outbound.instance_id, done.at)
+        return firsts
 
     def _move_heartbeats(self, session: Session, sent: list[_Sent]) -> None:
         """A follow-up's countdown runs from its delivery, not from the decision: a
@@ -378,6 +392,7 @@ class Dispatcher:
         self, outbound: Outbound, attempt: int, failure: Failure, *, report: DeliveryReport
     ) -> None:
         self._written.pop(outbound.message_id, None)
+        self._firsts.discard(outbound.message_id)
         error = failure.error
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)

@@ -16,9 +16,10 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
+from relay.core.outcomes import outcome_of
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
 from relay.engine import events
-from relay.store import claims, queries
+from relay.store import claims, funnel, queries
 from relay.store.models import Instance, Transition, table_of
 
 SYSTEM = "relay"
@@ -69,6 +70,7 @@ def apply_event(
     _move_heartbeat(instance, current, target, now)
     if event is Event.CONTACT_REPLIES:
         instance.follow_up_count = 0
+    _keep_funnel_facts(session, instance, event, target, reason)
 
     instance.state = target.value
     instance.version += 1
@@ -131,6 +133,18 @@ def apply_event(
             log_rows=log_rows,
         )
     return target
+
+
+def _keep_funnel_facts(
+    session: Session, instance: Instance, event: Event, target: State, reason: str | None
+) -> None:
+    """The funnel's facts that a transition decides (``relay stats`` reads them
+    from the row): a follow-up sent, and the outcome (asked of the todos only
+    when the conversation completes)."""
+    if event is Event.FOLLOWUP_SENT:
+        instance.followups_sent = (instance.followups_sent or 0) + 1
+    missing = target is State.COMPLETED and funnel.answers_missing(session, instance.id)
+    instance.outcome = outcome_of(target, reason, answers_missing=missing)
 
 
 #: States from which relay can hand a conversation to a person.

@@ -25,7 +25,7 @@ from relay.store import events as _events  # noqa: F401  (event rows insert at c
 
 # The newest Alembic revision this code expects. A test checks that it is the
 # head of migrations/, so read commands can check the schema without alembic.
-HEAD_REVISION = "0006"
+HEAD_REVISION = "0007"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

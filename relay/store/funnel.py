@@ -1,36 +1,83 @@
-"""The funnel's SQL: every figure of ``relay stats`` is an aggregate computed by
-the database (a handful of statements, whatever the number of conversations;
-no row of an instance is brought into Python).
+"""The funnel's SQL (``relay stats``) and the writes that keep its facts.
 
-Outcomes are exclusive, decided by one CASE per instance: opted out (the
-contact asked to hear nothing more), completed (every todo completed or
-skipped), ended early (completed with todos still open), abandoned, failed,
-waiting on a human, or still live.
+Every figure is read from ``instances`` alone, from covering indexes (see
+``ix_instances_funnel`` and the partial ``REPLY_INDEXES`` in the models): one
+scan of the chosen range grouped in index order gives started, delivered,
+replied, follow-ups and each outcome; the median time to first reply is the
+middle row of an ordered index range (``percentile_cont`` on PostgreSQL). Only
+the failed deliveries come from ``messages``, through its (direction, status)
+index: their reasons live there.
+
+The facts are written where they happen, in the transaction that makes them
+true: the outcome by the transition that decides it
+(:mod:`relay.engine.transitions`), the first delivery when the outbox records
+a send (:func:`record_first_deliveries`, one statement per delivery group and
+only for conversations not delivered to before), the first reply when it is
+stored (:func:`note_reply`), a follow-up with its transition.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, case, func, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, update
+from sqlalchemy.orm import Session
 
-from relay.core.states import State
+from relay.core.outcomes import OUTCOMES, reply_delay
 from relay.core.values import Direction, MessageStatus, TodoStatus
-from relay.store.models import Instance, Message, Todo, Transition
+from relay.store.models import Instance, Message, Todo, table_of
 
-#: ``end_reason`` / ``failure_reason`` of a conversation the contact opted out of.
-OPTED_OUT = "opted_out"
-OUTCOMES = (
-    "completed",
-    "ended_early",
-    "opted_out",
-    "abandoned",
-    "failed",
-    "needs_human",
-    "live",
-)
+_OPEN = (TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value)
+
+
+# -- writes ------------------------------------------------------------------------------------
+
+
+def answers_missing(session: Session, instance_id: str) -> bool:
+    """Whether a required todo of the instance is still open (asked once, when it
+    completes; the session's pending todo changes are flushed first)."""
+    open_todo = select(Todo.position).where(
+        Todo.instance_id == instance_id, Todo.required == 1, Todo.status.in_(_OPEN)
+    )
+    return session.scalar(select(open_todo.exists())) or False
+
+
+def record_first_deliveries(session: Session, firsts: Mapping[str, datetime]) -> None:
+    """``first_delivered_at`` of conversations whose first message was just sent:
+    one executemany UPDATE, a no-op for any that another group got to first."""
+    if not firsts:
+        return
+    table = table_of(Instance)
+    session.execute(
+        update(table)
+        .where(table.c.id == bindparam("iid"), table.c.first_delivered_at.is_(None))
+        .values(first_delivered_at=bindparam("at")),
+        [{"iid": iid, "at": at} for iid, at in firsts.items()],
+    )
+
+
+def note_reply(instance: Instance, at: datetime) -> None:
+    """A reply from the contact was stored on ``instance``: the first one is a fact."""
+    if instance.first_reply_at is None:
+        instance.first_reply_at = at
+        instance.reply_seconds = reply_delay(instance.first_delivered_at, at)
+
+
+def forget_delivery(session: Session, instance: Instance) -> None:
+    """A sent message bounced: the first delivery is the first one still standing."""
+    instance.first_delivered_at = session.scalar(
+        select(func.min(Message.sent_at)).where(
+            Message.instance_id == instance.id,
+            Message.direction == Direction.OUTBOUND.value,
+            Message.status == MessageStatus.SENT.value,
+        )
+    )
+    instance.reply_seconds = reply_delay(instance.first_delivered_at, instance.first_reply_at)
+
+
+# -- reads -------------------------------------------------------------------------------------
 
 
 def _chosen(campaign: str | None, since: datetime | None) -> list[ColumnElement[bool]]:
@@ -42,153 +89,72 @@ def _chosen(campaign: str | None, since: datetime | None) -> list[ColumnElement[
     return where
 
 
-def _chosen_ids(campaign: str | None, since: datetime | None) -> Select[Any]:
-    return select(Instance.id).where(*_chosen(campaign, since))
-
-
-def _of_chosen(column: Any, campaign: str | None, since: datetime | None) -> list[Any]:
-    """``column IN (chosen instances)``, or nothing when every instance is chosen."""
-    if campaign is None and since is None:
-        return [column.is_not(None)]
-    return [column.in_(_chosen_ids(campaign, since))]
-
-
-def _outcome() -> Any:
-    opted = (Instance.end_reason == OPTED_OUT) | (Instance.failure_reason == OPTED_OUT)
-    completed = Instance.state == State.COMPLETED.value
-    open_todo = (
-        select(Todo.position)
-        .where(
-            Todo.instance_id == Instance.id,
-            Todo.status.in_([TodoStatus.PENDING.value, TodoStatus.IN_PROGRESS.value]),
-        )
-        .exists()
-    )
-    return case(
-        (opted, "opted_out"),
-        # The todo lookup runs for completed conversations only (by primary key).
-        (completed & ~open_todo, "completed"),
-        (completed, "ended_early"),
-        (Instance.state == State.ABANDONED.value, "abandoned"),
-        (Instance.state == State.FAILED.value, "failed"),
-        (Instance.state == State.NEEDS_HUMAN_INTERVENTION.value, "needs_human"),
-        else_="live",
-    )
-
-
-def _conversations_with(session: Session, where: Any, campaign: Any, since: Any) -> int:
-    """How many chosen conversations have a message matching ``where``."""
-    return int(
-        session.scalar(
-            select(func.count(func.distinct(Message.instance_id))).where(
-                where, *_of_chosen(Message.instance_id, campaign, since)
-            )
-        )
-        or 0
-    )
-
-
 def funnel(session: Session, *, campaign: str | None, since: datetime | None) -> dict[str, int]:
-    """started, delivered, replied and each outcome's count (three statements)."""
-    outcome = _outcome().label("outcome")
-    counts = dict.fromkeys(OUTCOMES, 0)
-    for name, count in session.execute(
-        select(outcome, func.count()).where(*_chosen(campaign, since)).group_by(outcome)
-    ):
-        counts[str(name)] = int(count)
-    sent = (Message.direction == Direction.OUTBOUND.value) & (
-        Message.status == MessageStatus.SENT.value
+    """started, delivered, replied, followups and each outcome's count: one
+    statement, grouped by (campaign, outcome) in the index's order."""
+    query = (
+        select(
+            Instance.outcome,
+            func.count(),
+            func.count(Instance.first_delivered_at),
+            func.count(Instance.first_reply_at),
+            func.coalesce(func.sum(Instance.followups_sent), 0),
+        )
+        .where(*_chosen(campaign, since))
+        .group_by(Instance.campaign, Instance.outcome)
     )
-    reply = (Message.direction == Direction.INBOUND.value) & (Message.kind == "message")
-    return {
-        "started": sum(counts.values()),
-        "delivered": _conversations_with(session, sent, campaign, since),
-        "replied": _conversations_with(session, reply, campaign, since),
-        **counts,
-    }
-
-
-def _seconds(session: Session, later: Any, earlier: Any) -> Any:
-    if session.get_bind().dialect.name == "postgresql":
-        return func.extract("epoch", later - earlier)
-    return (func.julianday(later) - func.julianday(earlier)) * 86400.0
+    counts = dict.fromkeys(("started", "delivered", "replied", "followups", *OUTCOMES), 0)
+    for outcome, started, delivered, replied, followups in session.execute(query):
+        for key, value in zip(
+            ("started", "delivered", "replied", "followups", outcome or "live"),
+            (started, delivered, replied, followups, started),
+            strict=True,
+        ):
+            counts[key] += int(value)
+    return counts
 
 
 def median_first_reply(
     session: Session, *, campaign: str | None, since: datetime | None
 ) -> float | None:
-    """Median seconds from the first delivered message to the first reply (counted
-    and sorted in the database; one or two rows come back)."""
-    reply = (Message.direction == Direction.INBOUND.value) & (Message.kind == "message")
-    replies = (
-        select(
-            Message.instance_id.label("instance_id"),
-            func.min(Message.created_at).label("first_reply"),
+    """Median seconds from the first delivery to the first reply, in the database:
+    ``percentile_cont`` on PostgreSQL; on SQLite the count, then the middle row(s)
+    of the reply_seconds index (LIMIT/OFFSET over the index, no sort)."""
+    where = and_(Instance.reply_seconds.is_not(None), *_chosen(campaign, since))
+    if session.get_bind().dialect.name == "postgresql":
+        median = session.scalar(
+            select(func.percentile_cont(0.5).within_group(Instance.reply_seconds)).where(where)
         )
-        .where(reply, *_of_chosen(Message.instance_id, campaign, since))
-        .group_by(Message.instance_id)
-        .subquery()
-    )
-    sent = aliased(Message)
-    first_sent = (
-        select(func.min(sent.sent_at))
-        .where(
-            sent.instance_id == replies.c.instance_id,
-            sent.direction == Direction.OUTBOUND.value,
-            sent.status == MessageStatus.SENT.value,
-        )
-        .scalar_subquery()
-    )
-    pairs = select(replies.c.first_reply, first_sent.label("first_sent")).subquery()
-    delay = _seconds(session, pairs.c.first_reply, pairs.c.first_sent)
-    ranked = (
-        select(
-            delay.label("delay"),
-            func.row_number().over(order_by=delay).label("rank"),
-            func.count().over().label("total"),
-        )
-        .where(pairs.c.first_sent.is_not(None), pairs.c.first_reply >= pairs.c.first_sent)
-        .subquery()
-    )
-    # The middle row (odd count) or the two middle rows (even count), in one statement.
-    middle = session.scalars(
-        select(ranked.c.delay).where(
-            ranked.c.rank.in_([(ranked.c.total + 1) / 2, (ranked.c.total + 2) / 2])
-        )
+        return None if median is None else float(median)
+    count = session.scalar(select(func.count(Instance.reply_seconds)).where(where))
+    if not count:
+        return None
+    middle: Sequence[Any] = session.execute(
+        select(Instance.reply_seconds)
+        .where(where)
+        .order_by(Instance.reply_seconds)
+        .limit(2 - count % 2)
+        .offset((count - 1) // 2)
     ).all()
-    values = [float(v) for v in middle if v is not None]
-    return sum(values) / len(values) if values else None
-
-
-def followups_sent(session: Session, *, campaign: str | None, since: datetime | None) -> int:
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Transition)
-            .where(
-                Transition.event == "followup_sent",
-                *_of_chosen(Transition.instance_id, campaign, since),
-            )
-        )
-        or 0
-    )
+    return sum(float(row[0]) for row in middle) / len(middle)
 
 
 def failed_deliveries(
     session: Session, *, campaign: str | None, since: datetime | None, limit: int = 10
 ) -> list[tuple[str, int]]:
-    """Outbound messages that failed for good, counted by their last error."""
+    """Outbound messages that failed for good, counted by their last error (the
+    (direction, status) index finds them; only the failed rows are read)."""
     reason = func.coalesce(Message.last_error, "unknown").label("reason")
     count = func.count().label("count")
-    rows = session.execute(
-        select(reason, count)
-        .where(
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status == MessageStatus.FAILED.value,
-            *_of_chosen(Message.instance_id, campaign, since),
-        )
-        .group_by(reason)
-        .order_by(count.desc(), reason)
-        .limit(limit)
-    ).all()
-    return [(str(r), int(c)) for r, c in rows]
+    query = select(reason, count).where(
+        Message.direction == Direction.OUTBOUND.value,
+        Message.status == MessageStatus.FAILED.value,
+    )
+    if campaign or since is not None:
+        # Driven from the failed rows, each joined to its instance by id.
+        query = query.join(Instance, Instance.id == Message.instance_id)
+        query = query.where(*_chosen(campaign, since))
+    else:
+        query = query.where(Message.instance_id.is_not(None))
+    query = query.group_by(reason).order_by(count.desc(), reason).limit(limit)
+    return [(str(r), int(c)) for r, c in session.execute(query).all()]

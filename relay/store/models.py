@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -36,6 +38,18 @@ NAMING = {
 # Referenced by name when a unique violation becomes a domain error.
 CONTACT_SLOT_INDEX = "uq_instances_contact_slot"
 IMPORT_KEY_INDEX = "uq_instances_import_key"
+# Named by the funnel's queries (an index hint on SQLite) and by migration 0006.
+FUNNEL_INDEX = "ix_instances_funnel"
+FUNNEL_COLUMNS = (
+    "campaign", "outcome", "created_at", "first_delivered_at", "first_reply_at", "followups_sent"
+)  # fmt: skip
+# Partial (replied conversations only): the median's ordered ranges, for all
+# conversations and for one campaign.
+REPLY_INDEXES = {
+    "ix_instances_reply_seconds": ("reply_seconds", "created_at"),
+    "ix_instances_campaign_reply_seconds": ("campaign", "reply_seconds", "created_at"),
+}
+_REPLIED = text("reply_seconds IS NOT NULL")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -138,6 +152,19 @@ class Instance(Base):
     # The approved template this conversation sends outside WhatsApp's 24-hour
     # window (``{"sid": "HX...", "variables": {"1": "Ann"}}``); None: relay.toml's.
     template: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The funnel's facts (``relay stats``), written where they happen so that the
+    # funnel reads instances (two covering indexes), never messages or transitions:
+    # the outcome (relay.core.outcomes; NULL while live), set by the transition
+    # that decides it;
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    # when the first outbound message was delivered (the outbox records it);
+    first_delivered_at: Mapped[datetime | None]
+    # when the contact first wrote, and how long after the first delivery
+    # (NULL when there was no delivery before it): the median's sort key;
+    first_reply_at: Mapped[datetime | None]
+    reply_seconds: Mapped[float | None] = mapped_column(Float)
+    # every follow-up sent (``follow_up_count`` restarts at each reply; this never does).
+    followups_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
         Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
@@ -145,6 +172,14 @@ class Instance(Base):
         Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
         # Due heartbeats (and the daemon's next_due), earliest first (issue 12).
         Index("ix_instances_state_next_heartbeat_at_seq", "state", "next_heartbeat_at", "seq"),
+        # The funnel (issue 11): every count of `relay stats` from one covering scan
+        # of a campaign's range, grouped in index order; the median from a
+        # partial index, walked in reply_seconds order.
+        Index(FUNNEL_INDEX, *FUNNEL_COLUMNS),
+        *(
+            Index(name, *columns, sqlite_where=_REPLIED, postgresql_where=_REPLIED)
+            for name, columns in REPLY_INDEXES.items()
+        ),
     )
 
 

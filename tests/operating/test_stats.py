@@ -29,8 +29,11 @@ def _start(cli: Cli, contact: str, campaign: str, *extra: str) -> str:
 
 
 def _fail_outbound(api: Any, instance_id: str, error: str) -> None:
+    """As a bounce receipt does: the sent messages fail, and the conversation's
+    first delivery is taken back (``funnel.forget_delivery``)."""
     from sqlalchemy import update
 
+    from relay.store import claims, funnel
     from relay.store.models import Message
 
     with api.store.transaction() as session:
@@ -40,6 +43,9 @@ def _fail_outbound(api: Any, instance_id: str, error: str) -> None:
             .where(Message.direction == Direction.OUTBOUND.value)
             .values(status=MessageStatus.FAILED.value, last_error=error, sent_at=None)
         )
+        instance = claims.lock_instance(session, instance_id)
+        assert instance is not None
+        funnel.forget_delivery(session, instance)
 
 
 def test_stats_draws_the_funnel_of_a_campaign(cli: Cli, api: Any, drive: Any) -> None:
