@@ -11,6 +11,8 @@ from engine_support import PHONE, Engine, ScriptAgent
 
 from relay.core.turns import Action, TurnReason
 from relay.engine import heartbeat
+from relay.engine.pulse import Pulse
+from relay.engine.turns import TurnRunner
 
 A = Action
 
@@ -67,3 +69,43 @@ def test_the_scripted_agent_answers_a_reply_that_beat_its_follow_up(engine: Engi
     engine.tick()
     assert engine.todos(iid) == ["completed", "in_progress"]
     assert engine.transcript(iid)[-1] == ("agent", "sent", "What number can the driver call?")
+
+
+def test_a_firing_leases_the_follow_up_to_its_worker(
+    make_engine: Any, script_agent: ScriptAgent
+) -> None:
+    """The firing transaction leases the follow-up turn (no second claim); another
+    worker cannot take it while the lease holds."""
+    engine = make_engine(**{"agent.backend": "script"})
+    script_agent.then([A.send_message("Hello")])
+    iid = engine.start(heartbeat="1h")
+    engine.tick()
+    engine.clock.advance(timedelta(hours=1))
+
+    lease = heartbeat.Lease("daemon-a", timedelta(minutes=5))
+    report = heartbeat.fire_due(engine.relay, 10, lease)
+
+    row = engine.row(iid)
+    assert report.claimed == [(iid, row.version)]
+    assert (row.state, row.lease_owner, row.turn_attempts) == ("HEARTBEAT_SCHEDULED", "daemon-a", 1)
+    assert TurnRunner(engine.relay, "daemon-b").claim(10) == []
+
+
+def test_a_pulse_told_to_stop_gives_back_the_follow_ups_it_fired(
+    make_engine: Any, script_agent: ScriptAgent
+) -> None:
+    engine = make_engine(**{"agent.backend": "script"})
+    script_agent.then([A.send_message("Hello")], [A.send_message("Still there?")])
+    iid = engine.start(heartbeat="1h")
+    engine.tick()
+    engine.clock.advance(timedelta(hours=1))
+
+    report = Pulse(engine.relay, "stopping").run(should_stop=lambda: True)
+
+    assert (report.fired, report.turns) == (1, [])
+    row = engine.row(iid)
+    assert (row.state, row.lease_owner) == ("HEARTBEAT_SCHEDULED", None)
+    # Another worker runs the follow-up at once, not after the lease runs out.
+    engine.tick("other")
+    assert script_agent.contexts[-1].reason is TurnReason.FOLLOW_UP
+    assert engine.state(iid) == "WAITING_FOR_REPLY"
