@@ -271,6 +271,12 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the (running) process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def emit(figures: dict[str, Any], as_json: bool, table: list[tuple[str, str]]) -> None:
     """Print the human table, then (with ``--json``) one JSON line for tools."""
     import json

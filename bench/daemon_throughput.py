@@ -33,6 +33,7 @@ from typing import Any
 import bulk
 from benchlib import (
     ReadOnly,
+    cpu_seconds,
     emit,
     machine,
     peak_rss_mb,
@@ -55,6 +56,8 @@ def main() -> int:
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--max-seconds", type=float,
                         help="stop the daemons after this long (for peak RSS on a big backlog)")
+    parser.add_argument("--idle", type=float, default=0,
+                        help="then measure the daemons' CPU for this many seconds with nothing due")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with throwaway_store(args.database) as bench:
@@ -69,6 +72,8 @@ def main() -> int:
         ("daemon peak RSS (MB)", f"{figures['peak_rss_mb']:.0f}"),
         ("daemon CPU ms per follow-up", f"{figures['cpu_ms_per_followup']:.3f}"),
     ]
+    if "idle_cpu_percent" in figures:
+        table.append(("idle daemon CPU (% of a core)", f"{figures['idle_cpu_percent']:.1f}"))
     if "reference_sqlite_per_s" in figures:
         table.append(("reference raw sqlite3 /s", f"{figures['reference_sqlite_per_s']:,.0f}"))
         table.append(("ratio", f"{figures['per_second'] / figures['reference_sqlite_per_s']:.2f}"))
@@ -109,9 +114,12 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
             "SELECT count(*) FROM messages WHERE id > ? AND status = 'sent'", first_id)
         return sent >= args.due
 
+    idle = busy = None
     try:
         wait_for(done, timeout=args.max_seconds or 600, every=0.25,
                  alive=lambda: all(d.poll() is None for d in daemons))
+        busy = sum(cpu_seconds(d.pid) for d in daemons)
+        idle = measure_idle(daemons, args.idle) if args.idle else None
     except SystemExit:
         if not args.max_seconds:
             raise
@@ -121,14 +129,26 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     reader.close()
     figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
                    exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
-    # All the daemons' CPU, start-up included (about 0.3 s each), over the work done.
-    cpu = sum(getattr(d, "cpu_seconds", 0.0) for d in daemons)
+    # All the daemons' CPU until the work was done, start-up included (about 0.3 s
+    # each), over the work done.
+    cpu = busy if busy is not None else sum(getattr(d, "cpu_seconds", 0.0) for d in daemons)
     figures["cpu_ms_per_followup"] = round(cpu / args.due * 1000, 3)
+    if idle is not None:
+        figures["idle_cpu_percent"] = idle
     if relay.store.dialect == "sqlite" and not args.no_reference:
         rate, cpu_ms = reference_sqlite(bench.url, args.due)
         figures["reference_sqlite_per_s"] = rate
         figures["reference_cpu_ms_per_followup"] = cpu_ms
     return figures
+
+
+def measure_idle(daemons: list[Any], seconds: float) -> float:
+    """Percent of one core the daemons use, together, once nothing is due."""
+    time.sleep(2)  # the last pulse's bookkeeping
+    before = sum(cpu_seconds(d.pid) for d in daemons)
+    time.sleep(seconds)
+    after = sum(cpu_seconds(d.pid) for d in daemons)
+    return round((after - before) / seconds * 100, 1)
 
 
 def _parse(value: Any) -> datetime:
