@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from relay import __version__
-from relay.cli import placeholders, render
+from relay.cli import coercion, placeholders, render
 from relay.core.errors import Refused, RelayError
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ class RelayGroup(TyperGroup):
 
 
 placeholders.install()
+coercion.install()
 
 app = typer.Typer(
     name="relay",
