@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
+from typer._click import Context
 from typer.core import TyperArgument, TyperOption
 
 #: What a parameter of a plain Python type expects, in the words of ``--help``.
 WORDS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "bool": "", "Path": "PATH"}
 
 
-def placeholder(param: TyperArgument | TyperOption, ctx: click.Context) -> str | None:
+def placeholder(param: TyperArgument | TyperOption, ctx: Context) -> str | None:
     """The type column's text: the metavar, the choices, or a word for the type."""
     if param.metavar:  # an argument's metavar is already its name in the first column
         return None if isinstance(param, TyperArgument) else param.metavar
