@@ -93,6 +93,7 @@ __all__ = [
     "parse_meta",
 ]
 
+
 class Relay(service.Relay):
     """Conversation commands over one store, with an injectable clock.
 
@@ -101,9 +102,7 @@ class Relay(service.Relay):
     """
 
     @classmethod
-    def open(
-        cls, config: Config | str | Path | None = None, clock: Clock | None = None
-    ) -> Relay:
+    def open(cls, config: Config | str | Path | None = None, clock: Clock | None = None) -> Relay:
         """Open the store a configuration names.
 
         ``config`` is a :class:`Config`, or the path of a ``relay.toml``, or None

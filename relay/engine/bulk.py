@@ -1,6 +1,6 @@
 """Creating many conversations in one statement per table (``relay import``).
 
-The same rows :meth:`relay.engine.service.Relay.create` writes, for a batch:
+The same rows :meth:`relay.engine.starting.Starting.create` writes, for a batch:
 contacts found or inserted, locked together, their slots read once; each
 conversation CREATED (taking its contact's slot) or QUEUED behind the holder
 (the state machine decides: ``next_state``), with its todos and transition
@@ -23,7 +23,8 @@ from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Instance, Todo, Transition
 
 if TYPE_CHECKING:
-    from relay.engine.service import NewConversation, Relay
+    from relay.engine.new_conversation import NewConversation
+    from relay.engine.service import Relay
 
 QUEUED_REASON = "another conversation with this contact is live"
 
@@ -93,7 +94,7 @@ def _rows(
     actor: str,
     rows: dict[str, list[dict[str, Any]]],
 ) -> tuple[str, str]:
-    from relay.engine.service import answer_columns
+    from relay.engine.new_conversation import answer_columns
 
     iid = new_instance_id()
     state = (

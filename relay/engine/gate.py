@@ -117,9 +117,7 @@ def rule(message: Message, facts: Facts) -> Ruling:
     return GO
 
 
-def window_opens(
-    message: Message, facts: Facts, config: Config, now: datetime
-) -> datetime | None:
+def window_opens(message: Message, facts: Facts, config: Config, now: datetime) -> datetime | None:
     """When a proactive message (a first message, a follow-up) may go, if not now.
 
     Checked at send time, not only when the turn was scheduled: a message held by

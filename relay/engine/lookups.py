@@ -104,6 +104,7 @@ class Lookups:
         from relay.engine.waiting import wait
 
         return wait(cast("Relay", self), instance_ids, until=until, timeout=timeout, since=since)
+
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""
         with self.store.read_transaction() as session:
@@ -171,9 +172,7 @@ class Lookups:
 
     # -- the operator's inbox -------------------------------------------------
 
-    def inbox(
-        self, *, kinds: Sequence[str] | None = None, limit: int = 50
-    ) -> list[InboxItem]:
+    def inbox(self, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
         """Inbound no conversation took: unrouted, late (its conversation had ended)
         and rejected (no usable sender), newest first; ``kinds`` None: all three."""
         chosen = tuple(kinds) if kinds else operations.INBOX_KINDS

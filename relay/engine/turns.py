@@ -56,8 +56,6 @@ TURN_BATCH = 100
 BATCH_SECONDS = 0.2
 
 
-
-
 @dataclass(frozen=True)
 class _Loaded:
     """Rows a batch of turn commits needs, read once for the whole batch under its
