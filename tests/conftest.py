@@ -158,7 +158,7 @@ class PostgresServer:
 
 
 def _pid_alive(pid: int) -> bool:
-    from relay.engine.process import pid_alive
+    from relay.runner.process import pid_alive
 
     return pid_alive(pid)
 

@@ -9,7 +9,7 @@ import typer
 from relay.cli import render
 from relay.cli.instance_commands import deliver_now
 from relay.cli.instance_render import report_delivery
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 
 
 def inbox(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from relay.cli import instance_render, render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 

@@ -46,8 +46,9 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from relay.core.durations import parse_duration
-from relay.engine import doctor, retention
+from relay.engine import doctor
 from relay.engine.pulse import Pulse, PulseReport
+from relay.runner import retention
 from relay.store import claims
 from relay.store.models import Daemon
 
@@ -161,7 +162,7 @@ class DaemonRunner:
         daemon lock, and we do); elsewhere, a daemon on this host whose process is
         gone, or one that recorded its stop.
         """
-        from relay.engine.process import pid_alive
+        from relay.runner.process import pid_alive
 
         alone = self.relay.store.engine.dialect.name == "sqlite"
         host = socket.gethostname()

@@ -17,8 +17,8 @@ from relay.config import DEFAULTS, Config
 from relay.engine.pulse import Pulse, start_now
 from relay.engine.report_views import ResultView
 from relay.engine.service import Relay
-from relay.engine.store_setup import open_store
 from relay.engine.views import InstanceView, MessageView, TransitionView
+from relay.store.database import open_store
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"
@@ -68,7 +68,7 @@ def demo_config() -> Iterator[Config]:
 
 def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:
     with demo_config() as config:
-        relay = Relay(open_store(config, create=True), config)
+        relay = Relay(open_store(config.database_url, create=True), config)
         try:
             return _converse(relay, on_event)
         finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -30,11 +30,10 @@ from relay.engine.new_conversation import clean_text
 from relay.engine.outgoing import cancel_outbox, queue_outbound
 from relay.engine.report_views import why
 from relay.engine.starting import Starting
-from relay.engine.store_setup import open_store
 from relay.engine.transitions import previous_of
 from relay.engine.views import InstanceView, MessageView, TransitionView
 from relay.store import queries
-from relay.store.database import Store
+from relay.store.database import Store, open_store
 from relay.store.models import Contact, Instance
 
 #: ``Relay.ingest`` without a poll position (a pushed request).
@@ -61,9 +60,12 @@ class Relay(Starting, ContactVerbs, Lookups):
         return self.actor
 
     @classmethod
-    def open(cls, config: Config | None = None, clock: Clock | None = None) -> Relay:
+    def open(cls, config: Config | None = None, clock: Clock | None = None) -> Self:
+        """Open the store ``config`` names (the default SQLite file is created on
+        first use)."""
         config = config or load_config()
-        return cls(open_store(config), config, clock)
+        store = open_store(config.database_url, create=config.uses_default_database)
+        return cls(store, config, clock)
 
     def now(self) -> datetime:
         return self.clock.now()

@@ -1,4 +1,4 @@
-"""The daemon's maintenance job: retention (relay/engine/retention.py)."""
+"""The daemon's maintenance job: retention (relay/runner/retention.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from daemon_support import OTHER, PHONE, history, outbound, pulse, start_waiting
 
-from relay.engine import retention
 from relay.engine.service import Relay
+from relay.runner import retention
 
 DAY = timedelta(days=1)
 

@@ -17,12 +17,17 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from relay.core.errors import RelayError
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
 
 PID_NAME = "daemon.pid"
 LOG_NAME = "daemon.log"
@@ -195,3 +200,57 @@ def stop(path: Path, timeout: float = 30.0) -> int | None:
             return pid
         time.sleep(0.1)
     raise RelayError(f"daemon {pid} did not stop within {int(timeout)}s")
+
+
+def run_daemon(relay: Relay) -> None:
+    """Run the daemon in this process until SIGTERM/SIGINT, holding the PID file
+    under the data directory and, on SQLite, the database's daemon lock."""
+    pid_file = PidFile(relay.config.data_dir / PID_NAME)
+    pid_file.acquire()
+    try:
+        _run_locked(relay)
+    finally:
+        pid_file.release()
+
+
+def _run_locked(relay: Relay) -> None:
+    from relay.engine.daemon import DaemonRunner
+
+    lock = None
+    db_file = sqlite_path(relay.config.database_url)
+    if db_file is not None:
+        lock = SingleDaemonLock(db_file.with_name(db_file.name + ".daemon.lock"))
+        lock.acquire()
+    runner = DaemonRunner(relay)
+    runner.install_signals()
+    try:
+        runner.run()
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def spawn_daemon(cli_args: list[str], pid_path: Path, log_path: Path) -> int:
+    """Start ``relay CLI_ARGS`` (a detached daemon) in a new session and wait until
+    it has taken its PID file; returns its pid. Refused while one runs here."""
+    other = running_pid(pid_path)
+    if other is not None:
+        raise DaemonRunning(f"a relay daemon is already running here (pid {other})")
+    private_dir(log_path.parent)
+    child = subprocess.Popen(  # our own interpreter and module
+        [sys.executable, "-m", "relay", *cli_args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        cwd=os.getcwd(),
+    )
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if read_pid(pid_path) == child.pid:
+            return child.pid
+        if child.poll() is not None:
+            err = (child.stderr.read().decode(errors="replace") if child.stderr else "").strip()
+            raise RelayError(err.splitlines()[-1] if err else "the daemon exited at once")
+        time.sleep(0.05)
+    raise RelayError(f"the daemon did not report ready within 15s; see {log_path}")
