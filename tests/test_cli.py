@@ -7,6 +7,7 @@ tests defer, so an instance stays CREATED until a test moves it.
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -529,3 +530,13 @@ def test_an_explicit_config_file(run_cli: Cli, db_url: str) -> None:
     assert data["values"]["database.url"]["source"].endswith("elsewhere/relay.toml")
     ok(run_cli("-c", "elsewhere/relay.toml", "start", PHONE, "-o", "o", "-t", "t", "--defer"))
     assert len(ok(run_cli("-c", "elsewhere/relay.toml", "list", "--json")).json()) == 1
+
+
+def test_a_postgresql_url_without_its_driver_names_the_extra(
+    run_cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL support is the ``postgres`` extra: without psycopg, one line says
+    how to install it, with the exit code of a configuration error."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    result = run_cli("--database", "postgresql://relay@127.0.0.1:1/relay", "list")
+    fails(result, 2, "pip install 'relay-outreach[postgres]'")

@@ -27,7 +27,7 @@ ALLOWED = {
 RUNNER_IN_ENGINE = {"daemon.py", "pulse.py"}
 THIRD_PARTY = {
     "core": set(),
-    "store": {"sqlalchemy", "alembic"},
+    "store": {"sqlalchemy", "alembic", "psycopg"},
     "agents": {"httpx"},
     "channels": {"httpx", "imapclient", "mailparser_reply"},
 }

@@ -44,12 +44,25 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
         return _sqlite_engine(url, **kwargs)
+    if url.startswith("postgresql+psycopg:"):
+        _require_psycopg()
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     except Exception as exc:
         raise ConfigError(
             f"cannot use database URL {mask_url(url)!r}: {mask_text(str(exc))}"
         ) from exc
+
+
+def _require_psycopg() -> None:
+    """PostgreSQL support is an extra; say how to get it rather than which module
+    failed to import deep inside SQLAlchemy."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "a PostgreSQL database needs its driver: pip install 'relay-outreach[postgres]'"
+        ) from None
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
