@@ -128,15 +128,26 @@ def check_value(key: str, value: Any, where: str) -> None:
         return
     if isinstance(default, list):
         _check_tables(key, value, where)
+    elif isinstance(default, int) and not isinstance(default, bool):
+        _check_count(key, value, where)
+    elif key == "agent.timeout" and _is_number(value):
         return
-    if isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
-        if value < 0:
-            raise ConfigError(f"{where}: {key} must not be negative, not {value!r}")
-        return
-    if key == "agent.timeout" and isinstance(value, int | float) and not isinstance(value, bool):
-        return
+    else:
+        _check_text(key, value, where)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_count(key: str, value: Any, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
+    if value < 0:
+        raise ConfigError(f"{where}: {key} must not be negative, not {value!r}")
+
+
+def _check_text(key: str, value: Any, where: str) -> None:
     if not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be text, not {value!r}")
     if key in DURATION_KEYS:

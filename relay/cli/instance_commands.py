@@ -17,64 +17,90 @@ if TYPE_CHECKING:
     from relay.api import MessageView
 
 
+# The options of ``relay start``, named so its signature reads at a glance.
+ContactArgument = Annotated[str, typer.Argument(help="Phone number (any format) or email address.")]
+
+ObjectiveOption = Annotated[
+    str, typer.Option("--objective", "-o", help="What the conversation is for.")
+]
+
+TodoOption = Annotated[
+    list[str],
+    typer.Option(
+        "--todo",
+        "-t",
+        help="A checklist item; repeat for several. End it with ::KIND for a structured "
+        "answer: text, date, time, datetime, number, yesno, email, phone or "
+        'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
+        '"Pick one::choice(mon,tue)", "Anything else?::text?").',
+    ),
+]
+
+HeartbeatOption = Annotated[
+    str | None,
+    typer.Option(help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."),
+]
+
+MaxFollowupsOption = Annotated[
+    int | None,
+    typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
+]
+
+ChannelOption = Annotated[str | None, typer.Option(help="Channel name (default: console).")]
+
+AgentOption = Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")]
+
+WindowOption = Annotated[
+    str | None,
+    typer.Option(help='Sending window for proactive messages, e.g. "mon-fri 09:00-18:00".'),
+]
+
+DeferOption = Annotated[
+    bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
+]
+
+SubjectOption = Annotated[
+    str | None,
+    typer.Option(help="Subject line (email). Default: the objective's first sentence."),
+]
+
+MetaOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        help="key=value of your own, kept on the conversation and returned in every "
+        "event and in show/result; repeat for several.",
+    ),
+]
+
+SchemaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--schema",
+        help="A JSON Schema file for the whole result: an object whose properties are "
+        'the todo ids ("1", "2", ...); each answer is checked against its property.',
+    ),
+]
+
+CampaignOption = Annotated[
+    str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
+]
+
+
 def start(
-    contact: Annotated[str, typer.Argument(help="Phone number (any format) or email address.")],
-    objective: Annotated[
-        str, typer.Option("--objective", "-o", help="What the conversation is for.")
-    ],
-    todo: Annotated[
-        list[str],
-        typer.Option(
-            "--todo",
-            "-t",
-            help="A checklist item; repeat for several. End it with ::KIND for a structured "
-            "answer: text, date, time, datetime, number, yesno, email, phone or "
-            'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
-            '"Pick one::choice(mon,tue)", "Anything else?::text?").',
-        ),
-    ],
-    heartbeat: Annotated[
-        str | None,
-        typer.Option(
-            help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."
-        ),
-    ] = None,
-    max_followups: Annotated[
-        int | None,
-        typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
-    ] = None,
-    channel: Annotated[str | None, typer.Option(help="Channel name (default: console).")] = None,
-    agent: Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")] = None,
-    window: Annotated[
-        str | None,
-        typer.Option(help='Sending window for proactive messages, e.g. "mon-fri 09:00-18:00".'),
-    ] = None,
-    defer: Annotated[
-        bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
-    ] = False,
-    subject: Annotated[
-        str | None,
-        typer.Option(help="Subject line (email). Default: the objective's first sentence."),
-    ] = None,
-    meta: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--meta",
-            help="key=value of your own, kept on the conversation and returned in every "
-            "event and in show/result; repeat for several.",
-        ),
-    ] = None,
-    schema: Annotated[
-        str | None,
-        typer.Option(
-            "--schema",
-            help="A JSON Schema file for the whole result: an object whose properties are "
-            'the todo ids ("1", "2", ...); each answer is checked against its property.',
-        ),
-    ] = None,
-    campaign: Annotated[
-        str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
-    ] = None,
+    contact: ContactArgument,
+    objective: ObjectiveOption,
+    todo: TodoOption,
+    heartbeat: HeartbeatOption = None,
+    max_followups: MaxFollowupsOption = None,
+    channel: ChannelOption = None,
+    agent: AgentOption = None,
+    window: WindowOption = None,
+    defer: DeferOption = False,
+    subject: SubjectOption = None,
+    meta: MetaOption = None,
+    schema: SchemaOption = None,
+    campaign: CampaignOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
