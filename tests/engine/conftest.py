@@ -4,12 +4,13 @@ Everything is real: the store (SQLite and PostgreSQL through ``db_url``), the
 state machine, turns, the outbox, the console channel. Test doubles enter only
 through the public registries, the way a third-party backend would.
 
-    ``engine``        an :class:`engine_support.Engine`: a Relay on ``db_url`` with
+    ``engine``        a :class:`relay.testing.Harness`: a Relay on ``db_url`` with
                       the fake clock and console echo off, plus read helpers.
     ``make_engine``   the same with config overrides: ``make_engine(**{"k": v})``.
-    ``script_agent``  a :class:`engine_support.ScriptAgent` registered as agent
-                      ``script``: queue actions or errors per turn; it records contexts.
-    ``test_channel``  a :class:`engine_support.TestChannel` registered as channel
+    ``script_agent``  the plugin's ``relay_agent``: a :class:`relay.testing.ScriptAgent`
+                      registered as agent ``script``: queue actions or errors per turn.
+    ``test_channel``  the plugin's ``relay_channel``: a
+                      :class:`relay.testing.RecordingChannel` registered as channel
                       type ``test`` (``channels.NAME.type = "test"``): queue failures;
                       it records every attempt.
 """
@@ -21,11 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import Engine, ScriptAgent, TestChannel
 
-from relay.agents import base as agents_base
 from relay.channels import base as channels_base
 from relay.engine.service import Relay
+from relay.testing import Harness, RecordingChannel, ScriptAgent
 
 
 @pytest.fixture
@@ -43,32 +43,27 @@ def register_channel() -> Iterator[Callable[[str, Any], None]]:
 
 
 @pytest.fixture
-def script_agent() -> Iterator[ScriptAgent]:
-    agent = ScriptAgent()
-    agents_base.register_agent("script", lambda settings: agent)
-    yield agent
-    agents_base.AGENTS.unregister("script")
+def script_agent(relay_agent: ScriptAgent) -> ScriptAgent:
+    return relay_agent
 
 
 @pytest.fixture
-def test_channel(register_channel: Callable[[str, Any], None]) -> TestChannel:
-    channel = TestChannel()
-    register_channel("test", lambda name, settings: channel)
-    return channel
+def test_channel(relay_channel: RecordingChannel) -> RecordingChannel:
+    return relay_channel
 
 
 @pytest.fixture
 def make_engine(
     make_relay: Callable[..., Relay], db_url: str, clock: Any, tmp_path: Path
-) -> Callable[..., Engine]:
-    def build(**overrides: Any) -> Engine:
+) -> Callable[..., Harness]:
+    def build(**overrides: Any) -> Harness:
         settings = {"channels.console.echo": False, **overrides}
         relay = make_relay(db_url, clock, **settings)
-        return Engine(relay, clock, relay.config.data_dir)
+        return Harness(relay, clock, relay.config.data_dir)
 
     return build
 
 
 @pytest.fixture
-def engine(make_engine: Callable[..., Engine]) -> Engine:
+def engine(make_engine: Callable[..., Harness]) -> Harness:
     return make_engine()

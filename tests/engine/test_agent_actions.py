@@ -7,22 +7,22 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine_support import OTHER, PHONE, Engine, ScriptAgent, transient
 from sqlalchemy import select
 
 from relay.agents.base import AgentError
 from relay.core.turns import Action
 from relay.store.models import StateEntry
+from relay.testing import OTHER, PHONE, Harness, ScriptAgent, transient
 
 A = Action
 
 
 @pytest.fixture
-def engine(make_engine: Any, script_agent: ScriptAgent) -> Engine:
+def engine(make_engine: Any, script_agent: ScriptAgent) -> Harness:
     return make_engine(**{"agent.backend": "script"})
 
 
-def _reply_turn(engine: Engine, agent: ScriptAgent, *turn: Any) -> str:
+def _reply_turn(engine: Harness, agent: ScriptAgent, *turn: Any) -> str:
     """Start, send a first message, get a reply, and queue ``turn`` for the reply turn."""
     agent.then([A.mark_todo_item(1, "in_progress"), A.send_message("Which day suits you?")])
     iid = engine.start()
@@ -35,7 +35,7 @@ def _reply_turn(engine: Engine, agent: ScriptAgent, *turn: Any) -> str:
 # -- agent errors ---------------------------------------------------------------------------
 
 
-def test_a_transient_error_is_retried_once(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_a_transient_error_is_retried_once(engine: Harness, script_agent: ScriptAgent) -> None:
     script_agent.then(transient("timed out"), [A.send_message("Hello!")])
     iid = engine.start()
     report = engine.tick()
@@ -47,7 +47,7 @@ def test_a_transient_error_is_retried_once(engine: Engine, script_agent: ScriptA
 
 
 def test_a_second_transient_error_goes_to_a_person(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _reply_turn(engine, script_agent, transient("HTTP 502"), transient("HTTP 503"))
     engine.tick()
@@ -73,7 +73,7 @@ def test_a_second_transient_error_goes_to_a_person(
     ids=["auth", "rate-limit"],
 )
 def test_auth_and_rate_limit_errors_go_to_a_person_at_once(
-    engine: Engine, script_agent: ScriptAgent, error: str
+    engine: Harness, script_agent: ScriptAgent, error: str
 ) -> None:
     iid = _reply_turn(engine, script_agent, AgentError(error), [A.send_message("never")])
     report = engine.tick()
@@ -83,7 +83,7 @@ def test_auth_and_rate_limit_errors_go_to_a_person_at_once(
     assert [line["text"] for line in engine.console_lines()] == ["Which day suits you?"]
 
 
-def test_an_agent_that_crashes_goes_to_a_person(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_an_agent_that_crashes_goes_to_a_person(engine: Harness, script_agent: ScriptAgent) -> None:
     script_agent.then(ZeroDivisionError("division by zero"))
     iid = engine.start()
     engine.tick()
@@ -115,7 +115,7 @@ INVALID = {
 
 @pytest.mark.parametrize("bad", list(INVALID), ids=list(INVALID))
 def test_an_invalid_action_applies_nothing_of_the_turn(
-    engine: Engine, script_agent: ScriptAgent, bad: str
+    engine: Harness, script_agent: ScriptAgent, bad: str
 ) -> None:
     action, why = INVALID[bad]
     good = [
@@ -147,7 +147,7 @@ def test_an_invalid_action_applies_nothing_of_the_turn(
 
 
 def test_schedule_next_heartbeat_sets_the_next_countdown_only(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _reply_turn(
         engine,
@@ -166,7 +166,7 @@ def test_schedule_next_heartbeat_sets_the_next_countdown_only(
     assert engine.view(iid).next_heartbeat_at == now + timedelta(minutes=30)
 
 
-def test_a_scheduled_heartbeat_survives_a_pause(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_a_scheduled_heartbeat_survives_a_pause(engine: Harness, script_agent: ScriptAgent) -> None:
     script_agent.then([A.send_message("Hello"), A.schedule_next_heartbeat(90)])
     iid = engine.start()
     engine.tick()
@@ -180,7 +180,9 @@ def test_a_scheduled_heartbeat_survives_a_pause(engine: Engine, script_agent: Sc
     assert engine.view(iid).next_heartbeat_at == engine.clock.now() + timedelta(seconds=60)
 
 
-def test_state_is_scoped_and_seen_by_later_turns(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_state_is_scoped_and_seen_by_later_turns(
+    engine: Harness, script_agent: ScriptAgent
+) -> None:
     script_agent.then(
         [
             A.send_message("Hello"),
@@ -225,7 +227,7 @@ def test_state_is_scoped_and_seen_by_later_turns(engine: Engine, script_agent: S
 
 
 def test_place_call_is_answered_as_not_available_and_logged(
-    engine: Engine, script_agent: ScriptAgent, caplog: pytest.LogCaptureFixture
+    engine: Harness, script_agent: ScriptAgent, caplog: pytest.LogCaptureFixture
 ) -> None:
     script_agent.then([Action("place_call", {"reason": "quicker"}), A.send_message("Hello")])
     iid = engine.start()
@@ -247,7 +249,7 @@ def test_place_call_is_answered_as_not_available_and_logged(
     ]
 
 
-def test_ending_without_a_message_completes(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_ending_without_a_message_completes(engine: Harness, script_agent: ScriptAgent) -> None:
     iid = _reply_turn(engine, script_agent, [A.mark_todo_item(1, "skipped"), A.end_conversation()])
     engine.tick()
     view = engine.view(iid)
@@ -257,7 +259,7 @@ def test_ending_without_a_message_completes(engine: Engine, script_agent: Script
 
 
 def test_a_farewell_is_delivered_after_the_conversation_ends(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _reply_turn(engine, script_agent, [A.send_message("Thanks, bye!"), A.end_conversation()])
     report = engine.tick()

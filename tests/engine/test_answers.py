@@ -6,20 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import PHONE, Engine, ScriptAgent
 
 from relay.core.turns import Action
+from relay.testing import PHONE, Harness, ScriptAgent
 
 A = Action
 TODOS = ["Which day suits you?::date", "Is the address right?::yesno"]
 
 
 @pytest.fixture
-def engine(make_engine: Any, script_agent: ScriptAgent) -> Engine:
+def engine(make_engine: Any, script_agent: ScriptAgent) -> Harness:
     return make_engine(**{"agent.backend": "script"})
 
 
-def _waiting_for_reply(engine: Engine, agent: ScriptAgent, **start: Any) -> str:
+def _waiting_for_reply(engine: Harness, agent: ScriptAgent, **start: Any) -> str:
     agent.then([A.mark_todo_item(1, "in_progress"), A.send_message("Which day suits you?")])
     iid = engine.start(todos=TODOS, **start)
     engine.tick()
@@ -28,7 +28,7 @@ def _waiting_for_reply(engine: Engine, agent: ScriptAgent, **start: Any) -> str:
 
 
 def test_an_answer_is_recorded_with_the_message_it_came_from(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _waiting_for_reply(engine, script_agent)
     script_agent.then([A.mark_todo_item(1, "completed", answer="2024-05-03")])
@@ -45,7 +45,7 @@ def test_an_answer_is_recorded_with_the_message_it_came_from(
 
 
 def test_a_wrong_answer_is_refused_back_to_the_agent_which_corrects_it(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _waiting_for_reply(engine, script_agent)
     script_agent.then(
@@ -63,7 +63,7 @@ def test_a_wrong_answer_is_refused_back_to_the_agent_which_corrects_it(
 
 
 def test_an_answer_still_wrong_is_left_out_and_noted_never_a_hand_off(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _waiting_for_reply(engine, script_agent)
     wrong = [A.mark_todo_item(2, "completed", answer="perhaps"), A.send_message("Noted.")]
@@ -80,7 +80,7 @@ def test_an_answer_still_wrong_is_left_out_and_noted_never_a_hand_off(
     assert any("todo 2" in note and "yes or no" in note for note in notes)
 
 
-def test_the_result_schema_checks_each_answer(engine: Engine, script_agent: ScriptAgent) -> None:
+def test_the_result_schema_checks_each_answer(engine: Harness, script_agent: ScriptAgent) -> None:
     schema = {
         "type": "object",
         "properties": {"1": {"type": "string", "pattern": "^2024-"}},
@@ -101,7 +101,7 @@ def test_the_result_schema_checks_each_answer(engine: Engine, script_agent: Scri
 
 
 def test_an_answer_from_a_message_not_in_the_conversation_is_refused(
-    engine: Engine, script_agent: ScriptAgent
+    engine: Harness, script_agent: ScriptAgent
 ) -> None:
     iid = _waiting_for_reply(engine, script_agent)
     bad = [A.mark_todo_item(1, "completed", answer="2024-05-03", message_id=9999)]

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import PHONE, ChatServer, Engine, serve_chat
+from engine_support import ChatServer, serve_chat
 
 import relay
 from relay.core.turns import ACTION_NAMES
+from relay.testing import PHONE, Harness
 
 ECHO_AGENT = Path(relay.__file__).resolve().parents[1] / "examples" / "echo_agent.py"
 KEY = "sk-loopback-0123456789"
@@ -22,7 +23,7 @@ KEY = "sk-loopback-0123456789"
 # -- command ----------------------------------------------------------------------------------
 
 
-def command_engine(make_engine: Any, *argv: str, timeout: Any = "10s", **extra: Any) -> Engine:
+def command_engine(make_engine: Any, *argv: str, timeout: Any = "10s", **extra: Any) -> Harness:
     return make_engine(
         **{
             "agent.backend": "command",
@@ -144,7 +145,7 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 
 
 @pytest.fixture
-def openai_engine(make_engine: Any, chat: ChatServer) -> Engine:
+def openai_engine(make_engine: Any, chat: ChatServer) -> Harness:
     return make_engine(
         **{
             "agent.backend": "openai",
@@ -157,7 +158,7 @@ def openai_engine(make_engine: Any, chat: ChatServer) -> Engine:
 
 
 def test_the_openai_agent_holds_a_conversation_through_tool_calls(
-    openai_engine: Engine, chat: ChatServer
+    openai_engine: Harness, chat: ChatServer
 ) -> None:
     engine = openai_engine
     chat.tools(
@@ -199,7 +200,7 @@ def test_the_openai_agent_holds_a_conversation_through_tool_calls(
     ]
 
 
-def test_a_server_error_is_retried_once(openai_engine: Engine, chat: ChatServer) -> None:
+def test_a_server_error_is_retried_once(openai_engine: Harness, chat: ChatServer) -> None:
     chat.reply(500, {"error": {"message": "overloaded"}})
     chat.tools(("send_message", {"text": "Hello!"}))
     iid = openai_engine.start()
@@ -209,7 +210,7 @@ def test_a_server_error_is_retried_once(openai_engine: Engine, chat: ChatServer)
     assert [line["text"] for line in openai_engine.console_lines()] == ["Hello!"]
 
 
-def test_two_server_errors_go_to_a_person(openai_engine: Engine, chat: ChatServer) -> None:
+def test_two_server_errors_go_to_a_person(openai_engine: Harness, chat: ChatServer) -> None:
     chat.reply(502, {"error": {"message": "bad gateway"}})
     chat.reply(503, {"error": {"message": "overloaded"}})
     iid = openai_engine.start()
@@ -226,7 +227,7 @@ def test_two_server_errors_go_to_a_person(openai_engine: Engine, chat: ChatServe
     ids=["401", "429"],
 )
 def test_auth_and_rate_limit_errors_go_to_a_person_without_a_retry(
-    openai_engine: Engine, chat: ChatServer, status: int, expected: str
+    openai_engine: Harness, chat: ChatServer, status: int, expected: str
 ) -> None:
     chat.reply(status, {"error": {"message": f"no: key {KEY} refused"}})
     iid = openai_engine.start()
@@ -239,7 +240,7 @@ def test_auth_and_rate_limit_errors_go_to_a_person_without_a_retry(
     assert openai_engine.outbound(iid) == []
 
 
-def test_invalid_tool_arguments_go_to_a_person(openai_engine: Engine, chat: ChatServer) -> None:
+def test_invalid_tool_arguments_go_to_a_person(openai_engine: Harness, chat: ChatServer) -> None:
     chat.tools(
         ("send_message", {"text": "Hello!"}),
         ("mark_todo_item", {"todo_id": 7, "status": "completed"}),

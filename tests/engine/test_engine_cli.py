@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import PHONE, TestChannel
 
 from relay.channels.base import ChannelError, PermanentChannelError
+from relay.testing import PHONE, RecordingChannel
 
 Cli = Callable[..., Any]
 START = ("start", "+1 555 123 0001", "-o", "the delivery of order 1042", "-t", "Which day?")
@@ -153,12 +153,14 @@ def test_send_delivers_at_once(cli: Cli, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def flaky(tmp_path: Path, test_channel: TestChannel) -> TestChannel:
+def flaky(tmp_path: Path, test_channel: RecordingChannel) -> RecordingChannel:
     (tmp_path / "relay.toml").write_text('[channels.flaky]\ntype = "test"\n')
     return test_channel
 
 
-def test_send_leaves_a_message_queued_when_the_channel_fails(cli: Cli, flaky: TestChannel) -> None:
+def test_send_leaves_a_message_queued_when_the_channel_fails(
+    cli: Cli, flaky: RecordingChannel
+) -> None:
     iid = ok(cli(*START, "--channel", "flaky", "--defer")).stdout.split()[0]
     flaky.fail_always = ChannelError("connection reset")
     result = ok(cli("send", iid, "Hello from a person"))
@@ -174,7 +176,7 @@ def test_send_leaves_a_message_queued_when_the_channel_fails(cli: Cli, flaky: Te
     assert [m.text for m in flaky.delivered.values()] == []
 
 
-def test_send_says_so_when_the_message_failed_for_good(cli: Cli, flaky: TestChannel) -> None:
+def test_send_says_so_when_the_message_failed_for_good(cli: Cli, flaky: RecordingChannel) -> None:
     iid = ok(cli(*START, "--channel", "flaky", "--defer")).stdout.split()[0]
     flaky.fail_always = PermanentChannelError("number is not reachable")
     result = ok(cli("send", iid, "Hello from a person"))
@@ -278,7 +280,7 @@ def test_a_nul_character_in_an_inbound_message_does_not_break_the_tick(
 
 
 def test_start_does_not_claim_a_message_was_sent_when_delivery_failed(
-    cli: Cli, flaky: TestChannel
+    cli: Cli, flaky: RecordingChannel
 ) -> None:
     flaky.fail_always = ChannelError("connection reset")
     result = ok(cli(*START, "--channel", "flaky"))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from engine_support import Engine, ProcessDied
+from engine_support import ProcessDied
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
@@ -33,6 +33,7 @@ from relay.engine.doctor import examine
 from relay.engine.turns import TurnRunner
 from relay.store import claims
 from relay.store.models import Contact, Instance, Message
+from relay.testing import Harness
 
 TURN_STATES = set(claims.TURN_STATES)
 #: After a pause, a cancel or an abandon was acknowledged, nothing more goes out.
@@ -45,7 +46,7 @@ NUMBERS = itertools.count(1)
 class WatchingChannel:
     """Delivers (idempotently, by key) and checks the store at every send."""
 
-    engine: Engine | None = None
+    engine: Harness | None = None
     fail_next: int = 0
     die_next: bool = False
     delivered: dict[str, int] = field(default_factory=dict)
@@ -100,7 +101,9 @@ OPS = st.one_of(
 )
 
 
-def _apply(engine: Engine, channel: WatchingChannel, contact: str, ids: list[str], op: Any) -> None:
+def _apply(
+    engine: Harness, channel: WatchingChannel, contact: str, ids: list[str], op: Any
+) -> None:
     kind, arg = op[0], op[1] if len(op) > 1 else None
     relay = engine.relay
     target = ids[arg % len(ids)] if ids and isinstance(arg, int) else ""
@@ -121,7 +124,7 @@ def _apply(engine: Engine, channel: WatchingChannel, contact: str, ids: list[str
         actions[kind]()
 
 
-def _tick(engine: Engine, contact: str) -> None:
+def _tick(engine: Harness, contact: str) -> None:
     try:
         engine.tick()
     except ProcessDied:
@@ -133,7 +136,7 @@ def _tick(engine: Engine, contact: str) -> None:
             assert covered, f"{instance.id} left {instance.state} after a tick"
 
 
-def _instances(engine: Engine, contact: str) -> list[Instance]:
+def _instances(engine: Harness, contact: str) -> list[Instance]:
     with engine.relay.store.transaction() as session:
         return list(
             session.scalars(
@@ -144,7 +147,7 @@ def _instances(engine: Engine, contact: str) -> list[Instance]:
         )
 
 
-def _settle(engine: Engine, channel: WatchingChannel, contact: str) -> None:
+def _settle(engine: Harness, channel: WatchingChannel, contact: str) -> None:
     channel.fail_next, channel.die_next = 0, False
     for _ in range(6):
         engine.clock.advance(timedelta(minutes=10))

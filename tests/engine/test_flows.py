@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from engine_support import OTHER, PHONE, Engine, ScriptAgent
-
 from relay.core.turns import Action, TurnReason
+from relay.testing import OTHER, PHONE, Harness, ScriptAgent
 
 A = Action
 
 
-def test_start_to_completed_with_the_scripted_agent(engine: Engine) -> None:
+def test_start_to_completed_with_the_scripted_agent(engine: Harness) -> None:
     iid = engine.start()
     assert engine.state(iid) == "CREATED"
 
@@ -71,7 +70,7 @@ def test_start_to_completed_with_the_scripted_agent(engine: Engine) -> None:
     assert engine.tick().idle
 
 
-def test_a_reply_while_paused_is_answered_after_resume(engine: Engine) -> None:
+def test_a_reply_while_paused_is_answered_after_resume(engine: Harness) -> None:
     iid = engine.start()
     engine.tick()
     engine.relay.pause(iid, reason="checking something")
@@ -141,7 +140,7 @@ def test_a_reply_during_intervention_is_in_the_resume_turn(
     ]
 
 
-def test_a_queued_instance_starts_in_the_same_tick_the_first_ends(engine: Engine) -> None:
+def test_a_queued_instance_starts_in_the_same_tick_the_first_ends(engine: Harness) -> None:
     first = engine.start(todos=["Which day suits you?"])
     second = engine.start(objective="the invoice for order 1042", todos=["Is the VAT id right?"])
     assert engine.state(second) == "QUEUED"
@@ -169,7 +168,7 @@ def test_a_queued_instance_starts_in_the_same_tick_the_first_ends(engine: Engine
     assert engine.view(second).end_reason == "completed"
 
 
-def test_queued_instances_start_in_creation_order(engine: Engine) -> None:
+def test_queued_instances_start_in_creation_order(engine: Harness) -> None:
     first = engine.start(todos=["Which day suits you?"])
     second = engine.start(objective="second", todos=["One?"])
     third = engine.start(objective="third", todos=["Two?"])
@@ -268,7 +267,7 @@ def test_the_context_carries_the_turn_inputs(make_engine: Any, script_agent: Scr
     assert engine.relay.history(iid)[-1].reason == "the agent chose to wait"
 
 
-def test_two_contacts_run_side_by_side(engine: Engine) -> None:
+def test_two_contacts_run_side_by_side(engine: Harness) -> None:
     one = engine.start(PHONE, todos=["Day?"])
     two = engine.start(OTHER, todos=["Day?"])
     report = engine.tick()
@@ -279,7 +278,7 @@ def test_two_contacts_run_side_by_side(engine: Engine) -> None:
     assert {line["to"] for line in engine.console_lines()} == {PHONE, OTHER}
 
 
-def test_an_operator_message_in_intervention_answers_what_was_waiting(engine: Engine) -> None:
+def test_an_operator_message_in_intervention_answers_what_was_waiting(engine: Harness) -> None:
     """From NEEDS_HUMAN_INTERVENTION the operator's message is the turn: the messages
     the operator answered are processed, and the conversation waits for the contact
     rather than having the agent answer them a second time."""

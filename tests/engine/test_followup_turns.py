@@ -7,15 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from engine_support import PHONE, Engine, ScriptAgent
-
 from relay.core.turns import Action, TurnReason
 from relay.engine import heartbeat
+from relay.testing import PHONE, Harness, ScriptAgent
 
 A = Action
 
 
-def _fire(engine: Engine) -> None:
+def _fire(engine: Harness) -> None:
     engine.clock.advance(timedelta(hours=1))
     assert heartbeat.fire_due(engine.relay, 10).fired == 1
 
@@ -59,7 +58,7 @@ def test_a_reply_before_the_follow_up_turn_resets_the_count(
     assert engine.state(iid) == "WAITING_FOR_REPLY"
 
 
-def test_the_scripted_agent_answers_a_reply_that_beat_its_follow_up(engine: Engine) -> None:
+def test_the_scripted_agent_answers_a_reply_that_beat_its_follow_up(engine: Harness) -> None:
     iid = engine.start(heartbeat="1h")
     engine.tick()
     _fire(engine)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import OTHER, PHONE, Engine
 
 from relay.core.errors import OptedOut
+from relay.testing import OTHER, PHONE, Harness
 
 
-def test_stop_mid_conversation_ends_everything_for_the_contact(engine: Engine) -> None:
+def test_stop_mid_conversation_ends_everything_for_the_contact(engine: Harness) -> None:
     live = engine.start()
     queued = engine.start(objective="the invoice")
     paused_queued = engine.start(objective="the survey")
@@ -63,7 +63,7 @@ def test_stop_mid_conversation_ends_everything_for_the_contact(engine: Engine) -
 
 
 @pytest.mark.parametrize("where", ["PAUSED", "NEEDS_HUMAN_INTERVENTION", "CREATED"])
-def test_an_opt_out_ends_the_conversation_in_any_live_state(engine: Engine, where: str) -> None:
+def test_an_opt_out_ends_the_conversation_in_any_live_state(engine: Harness, where: str) -> None:
     iid = engine.start()
     if where != "CREATED":
         engine.tick()
@@ -79,7 +79,7 @@ def test_an_opt_out_ends_the_conversation_in_any_live_state(engine: Engine, wher
     assert engine.tick().turns == []
 
 
-def test_a_word_in_a_longer_reply_is_not_an_opt_out(engine: Engine) -> None:
+def test_a_word_in_a_longer_reply_is_not_an_opt_out(engine: Harness) -> None:
     iid = engine.start()
     engine.tick()
     engine.relay.receive(PHONE, "Please don't stop the delivery, Thursday is fine for it")
@@ -101,7 +101,7 @@ def test_the_keywords_are_configurable(make_engine: Any) -> None:
     assert engine.relay.contact(PHONE).opted_out_at is None
 
 
-def test_an_operator_opt_out_and_opt_in(engine: Engine) -> None:
+def test_an_operator_opt_out_and_opt_in(engine: Harness) -> None:
     iid = engine.start()
     engine.tick()
     view = engine.relay.opt_out(PHONE, reason="asked by phone")

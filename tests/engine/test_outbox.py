@@ -8,10 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine_support import PHONE, DyingConsole, Engine, ProcessDied, TestChannel
+from engine_support import DyingConsole, ProcessDied
 
 from relay.channels.base import ChannelError, Outbound, PermanentChannelError
 from relay.channels.console import ConsoleChannel
+from relay.testing import PHONE, Harness, RecordingChannel
 
 FLAKY = {
     "channels.flaky.type": "test",
@@ -22,7 +23,7 @@ FLAKY = {
 
 
 @pytest.fixture
-def dying(make_engine: Any, register_channel: Callable[[str, Any], None]) -> Engine:
+def dying(make_engine: Any, register_channel: Callable[[str, Any], None]) -> Harness:
     """The console channel, in a process that dies right after its first send."""
     deaths = [1]
     register_channel(
@@ -33,7 +34,7 @@ def dying(make_engine: Any, register_channel: Callable[[str, Any], None]) -> Eng
 
 
 def test_a_delivery_cut_off_after_sending_is_resent_with_the_same_key_once(
-    dying: Engine,
+    dying: Harness,
 ) -> None:
     iid = dying.start()
     with pytest.raises(ProcessDied):
@@ -60,7 +61,7 @@ def test_a_delivery_cut_off_after_sending_is_resent_with_the_same_key_once(
 
 
 def test_a_channel_that_fails_twice_then_succeeds(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = make_engine(**{**FLAKY, "outbox.max_attempts": 5})
     test_channel.failures = [ChannelError("timeout"), ChannelError("HTTP 503")]
@@ -92,7 +93,7 @@ def test_a_channel_that_fails_twice_then_succeeds(
 
 
 def test_a_channel_that_always_fails_hands_the_conversation_to_a_person(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = make_engine(**FLAKY)
     test_channel.fail_always = ChannelError("provider unreachable")
@@ -122,7 +123,7 @@ def test_a_channel_that_always_fails_hands_the_conversation_to_a_person(
 
 
 def test_a_permanent_channel_error_fails_at_once(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = make_engine(**FLAKY)
     test_channel.fail_always = PermanentChannelError("invalid recipient")
@@ -134,7 +135,7 @@ def test_a_permanent_channel_error_fails_at_once(
 
 
 def test_a_channel_removed_from_the_config_fails_its_messages(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     """The instance was started on a channel that relay.toml no longer defines."""
     before = make_engine(**{"channels.pigeon.type": "test"})
@@ -148,7 +149,7 @@ def test_a_channel_removed_from_the_config_fails_its_messages(
     assert test_channel.attempts == []
 
 
-def test_opt_out_blocks_a_message_whose_delivery_was_interrupted(dying: Engine) -> None:
+def test_opt_out_blocks_a_message_whose_delivery_was_interrupted(dying: Harness) -> None:
     """The row is "sending" (its sender died), so the opt-out cannot withdraw it; the
     check at delivery time must stop the retry."""
     iid = dying.start()
@@ -166,7 +167,7 @@ def test_opt_out_blocks_a_message_whose_delivery_was_interrupted(dying: Engine) 
 
 
 def test_opt_out_blocks_a_message_waiting_for_a_retry(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = make_engine(**FLAKY)
     test_channel.failures = [ChannelError("timeout")]
@@ -180,7 +181,7 @@ def test_opt_out_blocks_a_message_waiting_for_a_retry(
     assert len(test_channel.attempts) == 1 and test_channel.delivered == {}
 
 
-def test_cancel_withdraws_queued_messages(engine: Engine) -> None:
+def test_cancel_withdraws_queued_messages(engine: Harness) -> None:
     iid = engine.start()
     engine.tick()
     engine.relay.send(iid, "One more thing...")
@@ -191,7 +192,7 @@ def test_cancel_withdraws_queued_messages(engine: Engine) -> None:
 
 
 def test_a_slow_batch_does_not_send_a_message_another_worker_took_over(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     """Deliveries in one claimed batch go one after another. When one send hangs,
     the rows still waiting see their lease run out and another worker (a second
@@ -220,7 +221,7 @@ def test_a_slow_batch_does_not_send_a_message_another_worker_took_over(
     assert [m.status for m in engine.outbound(iid)] == ["sent"] * 5
 
 
-class BatchingChannel(TestChannel):
+class BatchingChannel(RecordingChannel):
     """A test channel that also takes several messages in one call (``send_many``)."""
 
     __test__ = False

@@ -12,7 +12,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine_support import PHONE, Engine, TestChannel
 from sqlalchemy import select, update
 
 from relay.channels.base import ChannelError, Inbound, Incoming
@@ -23,11 +22,12 @@ from relay.engine.daemon import DaemonRunner
 from relay.engine.pulse import Pulse
 from relay.store import queries
 from relay.store.models import Daemon, InboundReject, Instance, Message, Transition
+from relay.testing import PHONE, Harness, RecordingChannel
 
 OTHER = "+15551230002"
 
 
-def _test_channel_engine(make_engine: Any, **extra: Any) -> Engine:
+def _test_channel_engine(make_engine: Any, **extra: Any) -> Harness:
     return make_engine(
         **{"defaults.channel": "t", "channels.t.type": "test", "defaults.heartbeat": "1h", **extra}
     )
@@ -184,7 +184,7 @@ def test_long_empty_and_unusable_inbound_is_kept_not_dropped(
 
 
 def test_a_paused_conversation_sends_nothing_until_resumed(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = _test_channel_engine(make_engine)
     iid = engine.start()
@@ -204,7 +204,7 @@ def test_a_paused_conversation_sends_nothing_until_resumed(
 
 
 def test_a_message_stuck_sending_when_its_daemon_died_is_not_sent_after_a_cancel(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = _test_channel_engine(make_engine)
     iid = engine.start()
@@ -223,7 +223,7 @@ def test_a_message_stuck_sending_when_its_daemon_died_is_not_sent_after_a_cancel
 
 
 def test_a_follow_up_held_by_a_rate_limit_is_not_abandoned_for_that_silence(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     engine = _test_channel_engine(
         make_engine, **{"channels.t.rate": "1/day", "defaults.max_followups": 1}
@@ -290,10 +290,24 @@ def test_send_on_a_queued_conversation_is_refused(make_engine: Any) -> None:
 @pytest.mark.parametrize(
     ("settings", "contact", "problem"),
     [
-        ({"channels.hook.type": "webhook", "channels.hook.url": "http://127.0.0.1:9/x",
-          "channels.hook.secret_env": "RELAY_TEST_NO_SUCH_SECRET"}, PHONE, "RELAY_TEST_NO_SUCH"),
-        ({"channels.hook.type": "email", "channels.hook.host": "127.0.0.1",
-          "channels.hook.from": "ops@example.com"}, PHONE, "phone"),
+        (
+            {
+                "channels.hook.type": "webhook",
+                "channels.hook.url": "http://127.0.0.1:9/x",
+                "channels.hook.secret_env": "RELAY_TEST_NO_SUCH_SECRET",
+            },
+            PHONE,
+            "RELAY_TEST_NO_SUCH",
+        ),
+        (
+            {
+                "channels.hook.type": "email",
+                "channels.hook.host": "127.0.0.1",
+                "channels.hook.from": "ops@example.com",
+            },
+            PHONE,
+            "phone",
+        ),
     ],
     ids=["missing-secret", "phone-on-email"],
 )
@@ -309,7 +323,7 @@ def test_start_refuses_a_channel_that_cannot_work_and_writes_nothing(
 
 
 def test_the_sending_window_is_checked_at_send_time_not_only_when_written(
-    make_engine: Any, test_channel: TestChannel
+    make_engine: Any, test_channel: RecordingChannel
 ) -> None:
     """A first message written inside the window but retried past its close waits for
     the window to open again (the clock starts Monday 12:00 UTC)."""

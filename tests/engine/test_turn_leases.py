@@ -9,17 +9,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from engine_support import PHONE, Engine, ScriptAgent
 
 from relay.core.turns import Action
 from relay.engine.pulse import PulseReport
 from relay.engine.turns import MAX_TURN_ATTEMPTS, TurnRunner
+from relay.testing import PHONE, Harness, ScriptAgent
 
 A = Action
 WAIT = 20
 
 
-def _hold_turn(engine: Engine, agent: ScriptAgent) -> tuple[Any, threading.Event]:
+def _hold_turn(engine: Harness, agent: ScriptAgent) -> tuple[Any, threading.Event]:
     """Start a tick in a thread and return once its agent is running (held at a gate)."""
     gate = threading.Event()
     agent.gate = gate
@@ -37,14 +37,14 @@ def _finish(future: Any, gate: threading.Event) -> PulseReport:
 
 
 @pytest.fixture
-def scripted(make_engine: Any, script_agent: ScriptAgent) -> tuple[Engine, Engine]:
+def scripted(make_engine: Any, script_agent: ScriptAgent) -> tuple[Harness, Harness]:
     """Two Relays on one database: the worker's and the operator's (another process)."""
     settings = {"agent.backend": "script"}
     return make_engine(**settings), make_engine(**settings)
 
 
 def test_pause_during_a_first_turn_sends_nothing(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     worker, operator = scripted
     script_agent.then(
@@ -74,7 +74,7 @@ def test_pause_during_a_first_turn_sends_nothing(
 
 
 def test_pause_during_a_reply_turn_keeps_the_reply_for_later(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     worker, operator = scripted
     script_agent.then([A.send_message("Which day?")], [A.send_message("Great, noted.")])
@@ -99,7 +99,7 @@ def test_pause_during_a_reply_turn_keeps_the_reply_for_later(
 
 
 def test_cancel_during_a_turn_sends_nothing(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     worker, operator = scripted
     script_agent.then([A.send_message("Hello!"), A.end_conversation("done")])
@@ -114,7 +114,7 @@ def test_cancel_during_a_turn_sends_nothing(
 
 
 def test_an_opt_out_during_a_turn_sends_nothing(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     worker, operator = scripted
     script_agent.then([A.send_message("Which day?")], [A.send_message("Noted, Friday.")])
@@ -130,7 +130,7 @@ def test_an_opt_out_during_a_turn_sends_nothing(
 
 
 def test_a_reply_that_arrives_during_a_turn_is_answered_next(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     """A reply does not change the instance mid-turn (the turn still commits), but
     it is not marked processed by a turn that never saw it: the next turn gets it."""
@@ -157,7 +157,7 @@ def test_a_reply_that_arrives_during_a_turn_is_answered_next(
 
 
 def test_a_reply_during_the_final_turn_makes_the_agent_reconsider(
-    scripted: tuple[Engine, Engine], script_agent: ScriptAgent
+    scripted: tuple[Harness, Harness], script_agent: ScriptAgent
 ) -> None:
     """The agent decides to end the conversation while the contact writes again:
     the ending is dropped and the turn runs again with the new message, instead of
