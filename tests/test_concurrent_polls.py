@@ -4,7 +4,7 @@ harness: on PostgreSQL with three daemons, 14 of 107 inbox lines were stored twi
 Both pollers read the same lines from the same stored position. De-duplication by
 provider id only works if the second sees what the first stored: under READ
 COMMITTED it does not see the first's uncommitted rows, so both used to insert. Now
-the second waits for the first (``queries.lock_channel``) and then finds its rows.
+the second waits for the first (``arrivals.lock_channel``) and then finds its rows.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlalchemy import func, select, text
 
 from relay.channels.base import Inbound, Incoming
 from relay.engine import inbound
-from relay.store import queries
+from relay.store import arrivals
 from relay.store.models import Message
 from relay.testing import wait_until
 
@@ -59,7 +59,7 @@ def test_a_second_poller_of_the_same_lines_waits_and_stores_nothing_twice(
     with first.store.transaction() as session:
         # The first poller is storing the lines (uncommitted) when the second, which
         # read the same lines from the same position, stores them too.
-        queries.lock_channel(session, "console")
+        arrivals.lock_channel(session, "console")
         inbound.ingest(session, "console", LINES, first.now(), resolve=first.address)
         racer = threading.Thread(
             target=lambda: done.append(second.ingest("console", LINES, read_from=None))

@@ -28,7 +28,7 @@ from relay.engine.report_views import (
     WatchRow,
 )
 from relay.engine.views import DaemonView, StatusView
-from relay.store import claims, queries
+from relay.store import arrivals, claims, queries
 from relay.store.database import Store
 from relay.store.models import Daemon, Instance, Message
 
@@ -197,7 +197,7 @@ class Lookups:
                 .select_from(Message)
                 .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
             )
-            late, rejected = queries.inbound_trouble(session)
+            late, rejected = arrivals.inbound_trouble(session)
             now = self.now()
             daemons, last_seen = _daemons(session, now)
             # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).

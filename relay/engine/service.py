@@ -32,7 +32,7 @@ from relay.engine.report_views import why
 from relay.engine.starting import Starting
 from relay.engine.transitions import previous_of
 from relay.engine.views import InstanceView, MessageView, TransitionView
-from relay.store import queries
+from relay.store import arrivals, queries
 from relay.store.database import Store, open_store
 from relay.store.models import Contact, Instance
 
@@ -143,7 +143,7 @@ class Relay(Starting, ContactVerbs, Lookups):
         assert person is not None
         todos = list(queries.todos_of(session, instance.id))
         upcoming = forecast.next_message(session, instance, self.config, self.now())
-        late = queries.late_replies(session, instance.id) if State(instance.state).terminal else 0
+        late = arrivals.late_replies(session, instance.id) if State(instance.state).terminal else 0
         return InstanceView.build(
             instance,
             person,
@@ -254,7 +254,7 @@ class Relay(Starting, ContactVerbs, Lookups):
             message = inbound.store_arrival(session, arrival, self.now(), keywords=self.keywords())
             if message is None:
                 assert provider_message_id is not None
-                message = queries.inbound_by_provider_id(session, channel, provider_message_id)
+                message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
                 assert message is not None
             return MessageView.build(message, address.value)
 
@@ -269,14 +269,14 @@ class Relay(Starting, ContactVerbs, Lookups):
         and read again. A pushed request (``relay serve``) passes no position.
         """
         with self.store.transaction() as session:
-            queries.lock_channel(session, channel)
+            arrivals.lock_channel(session, channel)
             now = self.now()
             report = inbound.ingest(
                 session, channel, incoming, now, resolve=self.address, keywords=self.keywords()
             )
             if incoming.cursor is not None and read_from is not UNREAD:
                 assert read_from is None or isinstance(read_from, str)
-                moved = queries.advance_cursor(
+                moved = arrivals.advance_cursor(
                     session, channel, read=read_from, position=incoming.cursor, now=now
                 )
                 if not moved:
@@ -286,13 +286,13 @@ class Relay(Starting, ContactVerbs, Lookups):
     def move_position(self, key: str, *, read: str | None, position: str) -> bool:
         """Move a stored read position (a notify target's) from ``read`` to ``position``."""
         with self.store.transaction() as session:
-            return queries.advance_cursor(
+            return arrivals.advance_cursor(
                 session, key, read=read, position=position, now=self.now()
             )
 
     def channel_position(self, channel: str) -> str | None:
         with self.store.transaction() as session:
-            return queries.channel_cursor(session, channel)
+            return arrivals.channel_cursor(session, channel)
 
     def keywords(self) -> inbound.Keywords:
         return inbound.Keywords.from_config(
