@@ -11,7 +11,7 @@ import pytest
 from relay.config import DEFAULTS, env_name
 from relay.core.states import TRANSITIONS, Event, State
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STATE_DOC = ROOT / "docs" / "state-machine.md"
 CONFIG_DOC = ROOT / "docs" / "configuration.md"
 PRIOR = "prior state"

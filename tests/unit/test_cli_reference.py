@@ -6,7 +6,7 @@ from pathlib import Path
 
 from relay.cli.reference import render_reference
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def test_cli_reference_matches_the_code() -> None:

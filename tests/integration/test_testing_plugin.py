@@ -10,7 +10,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 MORE = '''
 

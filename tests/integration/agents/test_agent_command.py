@@ -14,7 +14,7 @@ from relay.agents.base import AgentConfigError, AgentError, make_agent
 from relay.agents.command import SCHEMA, CommandAgent
 from relay.core.turns import Action, TurnReason
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 
 

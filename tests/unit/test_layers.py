@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent / "relay"
+ROOT = Path(__file__).resolve().parents[2] / "relay"
 
 # layer -> relay packages it may import (besides itself and the stdlib).
 ALLOWED = {
