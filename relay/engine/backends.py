@@ -21,7 +21,7 @@ def channel_settings(config: Config, name: str) -> dict[str, Any]:
 
 def agent_settings(config: Config, name: str) -> dict[str, Any]:
     settings: dict[str, Any] = {
-        "timeout": config.get("agent.timeout"),
+        "timeout": config.settings.agent.timeout.total_seconds(),
         "_data_dir": str(config.data_dir),
         "base_dir": str(config.base_dir),
     }
@@ -30,7 +30,7 @@ def agent_settings(config: Config, name: str) -> dict[str, Any]:
 
 
 def channel_names(config: Config) -> list[str]:
-    names = {str(config.get("defaults.channel") or "console")}
+    names = {config.settings.defaults.channel}
     names.update(k.split(".", 1)[0] for k in config.section("channels"))
     return sorted(names)
 

@@ -98,7 +98,7 @@ def _rows(
     state = (
         next_state(State.CREATED, Event.CONTACT_HAS_ACTIVE_INSTANCE) if queued else State.CREATED
     )
-    window = spec.window or (str(relay.config.get("defaults.window") or "") or None)
+    window = spec.window or relay.config.settings.defaults.window
     rows["instances"].append(_instance_row(spec, iid, contact_id, state, window, now))
     rows["todos"] += _todo_rows(spec, iid, now)
     rows["transitions"] += _transition_rows(iid, state, actor, now)

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from relay.core.durations import parse_duration
 from relay.engine import doctor
 from relay.engine.pulse import Pulse, PulseReport
 from relay.runner import retention
@@ -128,8 +127,8 @@ class DaemonRunner:
 
     def __post_init__(self) -> None:
         config = self.relay.config
-        self.pulse_every = parse_duration(str(config.get("daemon.pulse") or "1s"))
-        self.poll_every = parse_duration(str(config.get("daemon.poll") or "30s"))
+        self.pulse_every = config.settings.daemon.pulse
+        self.poll_every = config.settings.daemon.poll
         self.pulse = Pulse(self.relay, owner=self.ident)
 
     # -- lifecycle -------------------------------------------------------------

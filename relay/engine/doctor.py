@@ -101,7 +101,7 @@ def _backend_findings(relay: Relay) -> list[Finding]:
         for name in channel_names(config)
         for problem in channel_problems_of(config, name)
     ]
-    agent = str(config.get("agent.backend"))
+    agent = config.settings.agent.backend
     findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
     return findings
 

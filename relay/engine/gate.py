@@ -127,15 +127,13 @@ def window_opens(message: Message, facts: Facts, config: Config, now: datetime) 
     if not message.proactive:
         return None
     instance = facts.instances.get(message.instance_id or "")
-    spec = (instance.window if instance is not None else None) or str(
-        config.get("defaults.window") or ""
+    spec = (instance.window if instance is not None else None) or (
+        config.settings.defaults.window or ""
     )
     if not spec.strip():
         return None
     contact = facts.contacts.get(message.contact_id)
-    tz = (contact.timezone if contact is not None else None) or str(
-        config.get("defaults.timezone") or "UTC"
-    )
+    tz = (contact.timezone if contact is not None else None) or config.settings.defaults.timezone
     try:
         opens = next_open(parse_window(spec), now, zone(tz))
     except RelayError:

@@ -111,7 +111,7 @@ def topic_of(event: EventView) -> str | None:
 def notify_due(relay: Relay) -> int:
     """Hand each target what happened since its position; how many were handed over."""
     handed = 0
-    for target in targets(relay.config.get("notify")):
+    for target in targets(list(relay.config.settings.notify)):
         handed += _follow(relay, target)
     return handed
 

@@ -21,7 +21,6 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Channel, ChannelError, Outbound, batch_sender, make_channel
-from relay.core.durations import parse_duration
 from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import MessageStatus
@@ -101,8 +100,8 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self.limits = RateLimits(self.relay.config)
-        self.backoff = parse_duration(str(self.relay.config.get("outbox.backoff") or "30s"))
-        self.max_attempts = max(1, int(self.relay.config.get("outbox.max_attempts") or 5))
+        self.backoff = self.relay.config.settings.outbox.backoff
+        self.max_attempts = self.relay.config.settings.outbox.max_attempts
         # How many deliveries go in the next group: learnt from how fast the
         # channels were, and kept from one call to the next.
         self.group_size = 1

@@ -89,7 +89,7 @@ class Pulse:
         self.turns = TurnRunner(relay, owner)
         self.channels = Channels(relay)
         self.dispatcher = Dispatcher(relay, self.channels, owner)
-        self.batch = max(1, int(relay.config.get("daemon.batch") or 500))
+        self.batch = relay.config.settings.daemon.batch
 
     def run(
         self, *, poll: bool = False, should_stop: Callable[[], bool] = lambda: False

@@ -76,7 +76,7 @@ class Relay(Starting, ContactVerbs, Lookups):
         return self.address(contact).value
 
     def address(self, contact: str) -> Address:
-        return normalise_address(contact, str(self.config.get("defaults.region") or "US"))
+        return normalise_address(contact, self.config.settings.defaults.region)
 
     # -- reads ------------------------------------------------------------
 
@@ -295,9 +295,8 @@ class Relay(Starting, ContactVerbs, Lookups):
             return arrivals.channel_cursor(session, channel)
 
     def keywords(self) -> inbound.Keywords:
-        return inbound.Keywords.from_config(
-            self.config.get("optout.keywords") or "", self.config.get("optout.optin_keywords") or ""
-        )
+        optout = self.config.settings.optout
+        return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords)
 
     def retry(self, message_id: int) -> MessageView:
         """Queue a failed delivery again; refused unless its conversation is live."""

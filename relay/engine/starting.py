@@ -165,6 +165,7 @@ class Starting:
         from relay.core.subjects import clean_subject, subject_from_objective
         from relay.engine.program import check_meta, todo_specs
 
+        defaults = self.config.settings.defaults
         address = self.normalise(contact)
         objective = clean_text(objective, "objective")
         specs = todo_specs(todos)
@@ -173,10 +174,10 @@ class Starting:
             objective=objective,
             todos=tuple(clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
-            heartbeat=as_interval(heartbeat or str(self.config.get("defaults.heartbeat"))),
+            heartbeat=as_interval(heartbeat) if heartbeat else defaults.heartbeat,
             max_followups=self._max_followups(max_followups),
-            channel=channel or str(self.config.get("defaults.channel")),
-            agent=agent or str(self.config.get("agent.backend")),
+            channel=channel or defaults.channel,
+            agent=agent or self.config.settings.agent.backend,
             window=window,
             campaign=clean_campaign(campaign),
             answers=tuple(spec for _, spec in specs),
@@ -298,7 +299,7 @@ class Starting:
                 f"unknown channel {channel!r}: add a [channels.{channel}] section "
                 f"with a type ({', '.join(channel_kinds())})"
             )
-        spec = window if window is not None else self.config.get("defaults.window")
+        spec = window if window is not None else self.config.settings.defaults.window
         if spec:
             parse_window(str(spec))
         problems = setup_problems(self.config, channel, agent, address)
@@ -306,7 +307,8 @@ class Starting:
             raise ConfigError("; ".join(problems))
 
     def _max_followups(self, value: int | None) -> int:
-        followups = int(self.config.get("defaults.max_followups") if value is None else value)
+        default = self.config.settings.defaults.max_followups
+        followups = default if value is None else int(value)
         if not 0 <= followups <= MAX_FOLLOWUPS:
             raise InvalidInput(f"max_followups must be between 0 and {MAX_FOLLOWUPS}")
         return followups
@@ -322,7 +324,7 @@ class Starting:
             subject=spec.subject,
             channel=spec.channel,
             agent=spec.agent,
-            window=spec.window or (str(self.config.get("defaults.window") or "") or None),
+            window=spec.window or self.config.settings.defaults.window,
             heartbeat_seconds=int(spec.heartbeat.total_seconds()),
             max_followups=spec.max_followups,
             follow_up_count=0,

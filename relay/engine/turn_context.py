@@ -47,7 +47,7 @@ def read_contexts(
     transaction. A turn whose claim is no longer ours is left out: the instance
     changed, or the lease ran out and another worker claimed it (running the
     agent then would only waste a model call, or repeat a command's effects)."""
-    window = int(relay.config.get("agent.transcript_window") or 50)
+    window = relay.config.settings.agent.transcript_window
     versions = dict(claimed)
     with relay.store.transaction() as session:
         # Plain rows throughout: nothing read here is changed, and ORM objects

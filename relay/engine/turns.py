@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session
 
 from relay.agents.base import Agent, AgentError, make_agent
 from relay.core.clock import isoformat
-from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.states import Event, State
 from relay.core.turns import (
@@ -91,7 +90,7 @@ class TurnRunner:
 
     @property
     def lease(self) -> timedelta:
-        return parse_duration(str(self.relay.config.get("turns.lease") or "5m"))
+        return self.relay.config.settings.turns.lease
 
     def claim(self, limit: int, instance_id: str | None = None) -> list[tuple[str, int]]:
         with self.relay.store.transaction() as session:

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 def prune(relay: Relay) -> dict[str, int]:
     now = relay.now()
-    outbox_days = int(relay.config.get("retention.outbox_days") or 0)
-    transcript_days = int(relay.config.get("retention.transcript_days") or 0)
+    outbox_days = relay.config.settings.retention.outbox_days
+    transcript_days = relay.config.settings.retention.transcript_days
     result = {"outbox_pruned": 0, "transcript_messages_deleted": 0, "daemons_pruned": 0}
     with relay.store.transaction() as session:
         if outbox_days > 0:

@@ -65,6 +65,11 @@ def test_layer_imports_point_downwards(layer: str) -> None:
     assert bad == []
 
 
+def test_settings_import_only_core() -> None:
+    relay_imports = {m for m in _imports(ROOT / "settings.py") if m.split(".")[0] == "relay"}
+    assert all(m.startswith("relay.core") for m in relay_imports), relay_imports
+
+
 def test_the_api_is_below_the_cli() -> None:
     assert not any(m.startswith("relay.cli") for m in _imports(ROOT / "api.py"))
 
