@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from relay.engine.pulse import Pulse
 from relay.engine.service import Relay
+from relay.runner.pulse import Pulse
 from relay.store.models import Base
 
 #: States that hold the contact's slot (see DESIGN.md); the clones get one contact each.

@@ -29,7 +29,7 @@ from datetime import timedelta
 
 from benchlib import machine, median, seed_waiting, throwaway_store
 
-from relay.engine.pulse import Pulse
+from relay.runner.pulse import Pulse
 from relay.testing import FakeClock
 
 

@@ -20,6 +20,8 @@ flags); views are frozen dataclasses with ``to_json()``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -58,11 +60,14 @@ from relay.engine.views import (
     StatusView,
     TransitionView,
 )
+from relay.runner.logs import configure_logging
+from relay.store.database import open_store
 
 if TYPE_CHECKING:
     from relay.engine.doctor import Finding
     from relay.engine.inbound import IngestReport
-    from relay.engine.pulse import PulseReport
+    from relay.runner.demo import DemoResult
+    from relay.runner.pulse import PulseReport
 
 __all__ = [
     "Ambiguous",
@@ -86,14 +91,26 @@ __all__ = [
     "RelayError",
     "ResultView",
     "SchemaOutOfDate",
+    "SchemaRevision",
     "StatsView",
     "StatusView",
     "TransitionView",
     "Undeliverable",
     "WatchRow",
+    "configure_logging",
+    "create_database",
+    "daemon_log_path",
+    "daemon_pid",
+    "downgrade_schema",
     "load_config",
     "parse_meta",
+    "run_demo",
+    "schema_revision",
+    "start_daemon",
+    "stop_daemon",
+    "upgrade_schema",
 ]
+
 
 class Relay(service.Relay):
     """Conversation commands over one store, with an injectable clock.
@@ -103,9 +120,7 @@ class Relay(service.Relay):
     """
 
     @classmethod
-    def open(
-        cls, config: Config | str | Path | None = None, clock: Clock | None = None
-    ) -> Relay:
+    def open(cls, config: Config | str | Path | None = None, clock: Clock | None = None) -> Relay:
         """Open the store a configuration names.
 
         ``config`` is a :class:`Config`, or the path of a ``relay.toml``, or None
@@ -113,11 +128,9 @@ class Relay(service.Relay):
         (``RELAY_CONFIG``, ``./relay.toml`` if present, ``RELAY_*`` variables,
         then the built-in defaults: a SQLite file under ``.relay/``).
         """
-        from relay.engine.store_setup import open_store
-
         if not isinstance(config, Config):
             config = load_config(config)
-        return cls(open_store(config), config, clock)
+        return super().open(config, clock)
 
     def close(self) -> None:
         self.store.dispose()
@@ -153,7 +166,7 @@ class Relay(service.Relay):
         import os
         import socket
 
-        from relay.engine.pulse import Pulse
+        from relay.runner.pulse import Pulse
 
         who = owner or f"api:{socket.gethostname()}:{os.getpid()}"
         return Pulse(self, owner=who).run(poll=poll)
@@ -196,12 +209,137 @@ class Relay(service.Relay):
     def poll(self, channel: str) -> IngestReport:
         """Ask one channel what arrived and store it with its new position."""
         position = self.channel_position(channel)
-        from relay.engine.outbox import Channels
+        from relay.engine.backends import Channels
 
         incoming = Channels(self).get(channel).poll(position)
         return self.ingest(channel, incoming, read_from=position)
+
+    def notices(self) -> list[Finding]:
+        """What breaks no rule but a person should look at: late replies, inbound
+        from no usable address (``relay doctor`` prints them as warnings)."""
+        from relay.engine.doctor import notices
+
+        return notices(self)
+
+    def run_daemon(self) -> None:
+        """Be the daemon in this process until SIGTERM/SIGINT (``relay daemon``):
+        holds the PID file under the data directory and, on SQLite, the database's
+        daemon lock, so a second daemon here is refused."""
+        from relay.runner.process import run_daemon
+
+        run_daemon(self)
+
+    def serve_http(self, host: str, port: int, *, max_body: int | None = None) -> None:
+        """Serve the inbound HTTP endpoint until SIGTERM/SIGINT (``relay serve``)."""
+        from relay.runner.serve import MAX_BODY, serve
+
+        serve(self, host, port, max_body=max_body or MAX_BODY)
 
     # -- plain names for reads ------------------------------------------------------
 
     def instance(self, instance_id: str) -> InstanceView:
         return self.get(instance_id)
+
+
+# -- the database, before a Relay can be opened ------------------------------------
+
+
+@dataclass(frozen=True)
+class SchemaRevision:
+    """The schema revision a database is at, and the one this relay needs."""
+
+    current: str | None
+    head: str
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.head
+
+    @property
+    def newer(self) -> bool:
+        """The database was migrated by a newer relay."""
+        from relay.store.database import is_newer
+
+        return self.current is not None and is_newer(self.current)
+
+
+def create_database(config: Config) -> None:
+    """Create and migrate the configured database if it is empty (``relay init``)."""
+    open_store(config.database_url, create=True).dispose()
+
+
+def schema_revision(config: Config) -> SchemaRevision:
+    from relay.store.database import HEAD_REVISION
+
+    store = open_store(config.database_url, check=False)
+    try:
+        return SchemaRevision(store.revision(), HEAD_REVISION)
+    finally:
+        store.dispose()
+
+
+def upgrade_schema(config: Config, revision: str = "head") -> tuple[str | None, str | None]:
+    """Migrate the database up to ``revision``; returns the revisions before and after."""
+    from relay.store import migrate
+
+    store = open_store(config.database_url, check=False)
+    try:
+        before = store.revision()
+        migrate.upgrade(store, revision)
+        return before, store.revision()
+    finally:
+        store.dispose()
+
+
+def downgrade_schema(config: Config, revision: str) -> str | None:
+    """Migrate the database down to ``revision`` (``base`` drops everything); this
+    destroys what the older schema has no room for. Returns the revision after."""
+    from relay.store import migrate
+
+    store = open_store(config.database_url, check=False)
+    try:
+        migrate.downgrade(store, revision)
+        return store.revision()
+    finally:
+        store.dispose()
+
+
+# -- the daemon as a process ---------------------------------------------------------
+
+
+def daemon_log_path(config: Config) -> Path:
+    """Where a detached daemon logs unless told otherwise."""
+    from relay.runner import process
+
+    return config.data_dir / process.LOG_NAME
+
+
+def daemon_pid(config: Config) -> int | None:
+    """The pid of the daemon started for this configuration's data directory, if it runs."""
+    from relay.runner import process
+
+    return process.running_pid(config.data_dir / process.PID_NAME)
+
+
+def stop_daemon(config: Config, timeout: float = 30.0) -> int | None:
+    """SIGTERM the daemon started here and wait for it to stop; its pid, or None if
+    none was running."""
+    from relay.runner import process
+
+    return process.stop(config.data_dir / process.PID_NAME, timeout)
+
+
+def start_daemon(config: Config, cli_args: list[str], log_path: Path) -> int:
+    """Start ``relay CLI_ARGS`` as a detached daemon and wait until it has taken
+    its PID file; returns its pid. Refused (a :class:`RelayError`) while one runs."""
+    from relay.runner import process
+
+    return process.spawn_daemon(cli_args, config.data_dir / process.PID_NAME, log_path)
+
+
+def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:
+    """A whole conversation on a throw-away database with a simulated contact
+    (``relay demo``); ``on_event`` hears each step as a line of text."""
+    from relay.runner.demo import run_demo
+
+    return run_demo(on_event)

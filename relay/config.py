@@ -12,13 +12,13 @@ import difflib
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relay.core.durations import parse_duration
-from relay.core.errors import ConfigError, InvalidInput
+from relay.core.errors import ConfigError
 from relay.core.secrets import is_secret_key
+from relay.settings import Settings, build_settings, convert
 
 CONFIG_NAME = "relay.toml"
 DATA_DIR = ".relay"
@@ -52,18 +52,6 @@ DEFAULTS: dict[str, Any] = {
 #: Sections whose sub-tables belong to a backend (``[channels.email]``,
 #: ``[agent.command]``): their keys are the backend's to check, not ours.
 BACKEND_SECTIONS = ("channels", "agent")
-
-#: Known keys whose value is a duration (``30m``); ``agent.timeout`` may also be seconds.
-DURATION_KEYS = frozenset(
-    {
-        "defaults.heartbeat",
-        "agent.timeout",
-        "turns.lease",
-        "outbox.backoff",
-        "daemon.pulse",
-        "daemon.poll",
-    }
-)
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -123,37 +111,29 @@ def _check_tables(key: str, value: Any, where: str) -> None:
 def check_value(key: str, value: Any, where: str) -> None:
     """A known key's value must have its type (and a duration must parse) at load time,
     so the error names the key and where it was set, not a later int() failure."""
-    default = DEFAULTS.get(key)
-    if key not in DEFAULTS:
-        return
-    if isinstance(default, list):
+    if isinstance(DEFAULTS.get(key), list):
         _check_tables(key, value, where)
-        return
-    if isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
-        if value < 0:
-            raise ConfigError(f"{where}: {key} must not be negative, not {value!r}")
-        return
-    if key == "agent.timeout" and isinstance(value, int | float) and not isinstance(value, bool):
-        return
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
-    if key in DURATION_KEYS:
-        try:
-            parse_duration(value)
-        except InvalidInput as exc:
-            raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    elif key in DEFAULTS:
+        convert(key, value, where)
 
 
 @dataclass
 class Config:
-    """The effective configuration and where each value came from."""
+    """The effective configuration and where each value came from.
+
+    ``settings`` holds relay's own keys typed (durations as timedelta), built and
+    checked when the configuration is made; ``get`` and ``section`` are for
+    ``relay config show`` and the backends' free-form sections.
+    """
 
     values: dict[str, Any]
     sources: dict[str, str]
     path: Path | None
     base_dir: Path
+    settings: Settings = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.settings = build_settings(self.values, self.sources)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

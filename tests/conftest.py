@@ -158,7 +158,7 @@ class PostgresServer:
 
 
 def _pid_alive(pid: int) -> bool:
-    from relay.engine.process import pid_alive
+    from relay.runner.process import pid_alive
 
     return pid_alive(pid)
 
@@ -329,10 +329,9 @@ def db_kind(db_url: str) -> str:
 
 
 @pytest.fixture
-def clock() -> Any:
-    from relay.testing import FakeClock
-
-    return FakeClock()
+def clock(relay_clock: Any) -> Any:
+    """The plugin's ``relay_clock`` (relay.pytest_plugin), under its short name."""
+    return relay_clock
 
 
 @pytest.fixture

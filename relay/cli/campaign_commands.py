@@ -11,49 +11,62 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 
 if TYPE_CHECKING:
     from relay.api import ImportReport
 
 
+# The options of ``relay import`` (their help speaks of rows and templates).
+CsvArgument = Annotated[
+    Path,
+    typer.Argument(
+        metavar="CSV",
+        help="A CSV file with a header: a contact column (contact, phone or email) and any "
+        "others (name, timezone, channel, your own).",
+    ),
+]
+ObjectiveOption = Annotated[
+    str,
+    typer.Option(
+        "--objective", "-o", help="What each conversation is for; {column} fills from the row."
+    ),
+]
+TodoOption = Annotated[
+    list[str],
+    typer.Option("--todo", "-t", help="A checklist item (a template too); repeat for several."),
+]
+CampaignOption = Annotated[
+    str | None, typer.Option(help="Tag the conversations (list, watch, stats filter by it).")
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Check every row and say what would start; start nothing."),
+]
+HeartbeatOption = Annotated[
+    str | None, typer.Option(help="Silence before a follow-up (default from config).")
+]
+MaxFollowupsOption = Annotated[
+    int | None, typer.Option("--max-followups", help="Follow-ups before abandoning.")
+]
+ChannelOption = Annotated[
+    str | None, typer.Option(help="Channel for rows without a channel column.")
+]
+AgentOption = Annotated[str | None, typer.Option(help="Agent backend.")]
+WindowOption = Annotated[str | None, typer.Option(help="Sending window for first messages.")]
+
+
 def import_(
-    csv_file: Annotated[
-        Path,
-        typer.Argument(
-            metavar="CSV",
-            help="A CSV file with a header: a contact column (contact, phone or email) and any "
-            "others (name, timezone, channel, your own).",
-        ),
-    ],
-    objective: Annotated[
-        str,
-        typer.Option(
-            "--objective", "-o", help="What each conversation is for; {column} fills from the row."
-        ),
-    ],
-    todo: Annotated[
-        list[str],
-        typer.Option("--todo", "-t", help="A checklist item (a template too); repeat for several."),
-    ],
-    campaign: Annotated[
-        str | None, typer.Option(help="Tag the conversations (list, watch, stats filter by it).")
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option("--dry-run", help="Check every row and say what would start; start nothing."),
-    ] = False,
-    heartbeat: Annotated[
-        str | None, typer.Option(help="Silence before a follow-up (default from config).")
-    ] = None,
-    max_followups: Annotated[
-        int | None, typer.Option("--max-followups", help="Follow-ups before abandoning.")
-    ] = None,
-    channel: Annotated[
-        str | None, typer.Option(help="Channel for rows without a channel column.")
-    ] = None,
-    agent: Annotated[str | None, typer.Option(help="Agent backend.")] = None,
-    window: Annotated[str | None, typer.Option(help="Sending window for first messages.")] = None,
+    csv_file: CsvArgument,
+    objective: ObjectiveOption,
+    todo: TodoOption,
+    campaign: CampaignOption = None,
+    dry_run: DryRunOption = False,
+    heartbeat: HeartbeatOption = None,
+    max_followups: MaxFollowupsOption = None,
+    channel: ChannelOption = None,
+    agent: AgentOption = None,
+    window: WindowOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation per CSV row. Templates are checked on every row first;

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 from relay.core.errors import InvalidInput
 from relay.core.secrets import mask_url, mask_value
 
@@ -24,8 +24,8 @@ def init(
     ] = False,
 ) -> None:
     """Write a commented relay.toml and create its database."""
+    from relay.api import create_database
     from relay.config import CONFIG_NAME, TEMPLATE, load_config
-    from relay.engine.store_setup import open_store
 
     target = directory / CONFIG_NAME
     if target.exists() and not force:
@@ -35,8 +35,7 @@ def init(
     tmp.write_text(TEMPLATE, encoding="utf-8")
     tmp.replace(target)
     config = load_config(target, overrides=state.overrides)
-    store = open_store(config, create=True)
-    store.dispose()
+    create_database(config)
     render.line(f"wrote {target}")
     render.line(f"database: {mask_url(config.database_url)}")
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
-
-if TYPE_CHECKING:
-    from relay.store.database import Store
+from relay.cli.session import JsonOption, state
+from relay.core.errors import InvalidInput
 
 db_app = typer.Typer(help="Create and upgrade the database schema.", no_args_is_help=True)
-
-
-def _store() -> Store:
-    from relay.engine.store_setup import open_store
-
-    return open_store(state.config(), check=False)
 
 
 @db_app.command()
@@ -26,15 +18,9 @@ def upgrade(
     revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
 ) -> None:
     """Upgrade the database schema (creating it if empty)."""
-    from relay.store import migrate
+    from relay.api import upgrade_schema
 
-    store = _store()
-    try:
-        before = store.revision()
-        migrate.upgrade(store, revision)
-        after = store.revision()
-    finally:
-        store.dispose()
+    before, after = upgrade_schema(state.config(), revision)
     if before == after:
         render.line(f"database is at {after}; nothing to do")
     else:
@@ -47,38 +33,29 @@ def downgrade(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm; downgrading can drop data.")] = False,
 ) -> None:
     """Downgrade the schema to REVISION. Destroys data the older schema has no room for."""
-    from relay.core.errors import InvalidInput
-    from relay.store import migrate
+    from relay.api import downgrade_schema
 
     if not yes:
         raise InvalidInput("downgrading can drop data; pass --yes to confirm")
-    store = _store()
-    try:
-        migrate.downgrade(store, revision)
-        render.line(f"database is at {store.revision() or 'base (empty)'}")
-    finally:
-        store.dispose()
+    after = downgrade_schema(state.config(), revision)
+    render.line(f"database is at {after or 'base (empty)'}")
 
 
 @db_app.command()
 def current(json_out: JsonOption = False) -> None:
     """Print the schema revision of the database and the one this relay needs."""
-    from relay.store.database import HEAD_REVISION, is_newer
+    from relay.api import schema_revision
 
-    store = _store()
-    try:
-        found = store.revision()
-    finally:
-        store.dispose()
+    found = schema_revision(state.config())
     if json_out:
         render.emit_json(
-            {"current": found, "head": HEAD_REVISION, "up_to_date": found == HEAD_REVISION}
+            {"current": found.current, "head": found.head, "up_to_date": found.up_to_date}
         )
         return
-    note = "up to date" if found == HEAD_REVISION else "run `relay db upgrade`"
-    if found is not None and is_newer(found):
+    note = "up to date" if found.up_to_date else "run `relay db upgrade`"
+    if found.newer:
         note = "newer than this relay; upgrade relay"
-    render.line(f"current: {found or 'none'}  head: {HEAD_REVISION}  ({note})")
+    render.line(f"current: {found.current or 'none'}  head: {found.head}  ({note})")
 
 
 def register(app: typer.Typer) -> None:

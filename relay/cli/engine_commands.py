@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 
 
 def tick(
@@ -21,10 +21,8 @@ def tick(
     With it the whole flow works without a daemon, e.g. from cron:
     `* * * * * cd /srv/outreach && relay tick`.
     """
-    from relay.engine.pulse import Pulse
-
-    relay = state.relay()
-    report = Pulse(relay, owner=f"tick:{socket.gethostname()}:{os.getpid()}").run(poll=not no_poll)
+    owner = f"tick:{socket.gethostname()}:{os.getpid()}"
+    report = state.relay().run_due(poll=not no_poll, owner=owner)
     if json_out:
         render.emit_json(report.to_json())
         return
@@ -62,7 +60,7 @@ def demo(json_out: JsonOption = False) -> None:
 
     Uses the scripted agent and the console channel; nothing is kept afterwards.
     """
-    from relay.engine.demo import run_demo
+    from relay.api import run_demo
 
     result = run_demo(on_event=(lambda _: None) if json_out else render.line)
     if json_out:
@@ -120,12 +118,10 @@ def doctor(
     its conversation ended, or came from no usable address, is reported as a
     notice (it breaks no rule, but a person should look).
     """
-    from relay.engine import doctor as checks
-
     relay = state.relay()
-    repaired = checks.repair(relay) if repair else []
-    findings = checks.examine(relay)
-    notices = checks.notices(relay)
+    repaired = relay.repair() if repair else []
+    findings = relay.check()
+    notices = relay.notices()
     if json_out:
         render.emit_json(
             {

@@ -7,8 +7,9 @@ from typing import Annotated
 import typer
 
 from relay.cli import render
-from relay.cli.instance_commands import deliver_now, report_delivery
-from relay.cli.main import JsonOption, state
+from relay.cli.instance_commands import deliver_now
+from relay.cli.instance_render import report_delivery
+from relay.cli.session import JsonOption, state
 
 
 def inbox(

@@ -3,177 +3,122 @@ resume, cancel, send, receive, status."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from relay.cli import render
-from relay.cli.main import JsonOption, state
-from relay.core.durations import format_duration, parse_duration
+from relay.cli import instance_render, render
+from relay.cli.session import JsonOption, state
+from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from relay.api import InstanceView, MessageView, StatusView
+    from relay.api import MessageView
 
 
-def _followups(view: InstanceView) -> str:
-    return f"{view.follow_up_count}/{view.max_followups}"
+# The options of ``relay start``, named so its signature reads at a glance.
+ContactArgument = Annotated[str, typer.Argument(help="Phone number (any format) or email address.")]
 
+ObjectiveOption = Annotated[
+    str, typer.Option("--objective", "-o", help="What the conversation is for.")
+]
 
-def _todo_line(todo_status: str, text: str, todo_id: int) -> str:
-    marks = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "skipped": "[-]"}
-    return f"{marks.get(todo_status, '[?]')} {todo_id}. {text}"
+TodoOption = Annotated[
+    list[str],
+    typer.Option(
+        "--todo",
+        "-t",
+        help="A checklist item; repeat for several. End it with ::KIND for a structured "
+        "answer: text, date, time, datetime, number, yesno, email, phone or "
+        'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
+        '"Pick one::choice(mon,tue)", "Anything else?::text?").',
+    ),
+]
 
+HeartbeatOption = Annotated[
+    str | None,
+    typer.Option(help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."),
+]
 
-#: ``show`` lines left out when they have no value.
-_OMITTED_WHEN_EMPTY = frozenset(
-    {
-        "previous state",
-        "reason",
-        "campaign",
-        "heartbeat left",
-        "paused until",
-        "next message",
-        "ended",
-        "end reason",
-        "failure reason",
-    }
-)
+MaxFollowupsOption = Annotated[
+    int | None,
+    typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
+]
 
+ChannelOption = Annotated[str | None, typer.Option(help="Channel name (default: console).")]
 
-def print_instance(view: InstanceView) -> None:
-    now = state.relay().now()
-    left = view.heartbeat_remaining_seconds
-    next_at = view.next_heartbeat_at
-    pairs: list[tuple[str, object]] = [
-        ("id", view.id),
-        ("contact", view.contact),
-        ("state", render.state_text(view.state)),
-        ("previous state", view.previous_state),
-        ("reason", view.reason),
-        ("campaign", view.campaign),
-        ("objective", view.objective),
-        ("follow-ups", _followups(view)),
-        ("heartbeat", format_duration_s(view.heartbeat_seconds)),
-        (
-            "next heartbeat",
-            f"{render.when(next_at)} ({render.ago(next_at, now)})" if next_at else None,
-        ),
-        ("heartbeat left", format_duration_s(left) if left is not None else None),
-        ("paused until", render.when(view.paused_until) if view.paused_until else None),
-        ("next message", view.next_message),
-        ("channel", view.channel),
-        ("agent", view.agent),
-        ("window", view.window),
-        ("created", render.when(view.created_at)),
-        ("updated", render.when(view.updated_at)),
-        ("ended", render.when(view.ended_at) if view.ended_at else None),
-        ("end reason", view.end_reason),
-        ("failure reason", view.failure_reason),
-        ("meta", ", ".join(f"{k}={v}" for k, v in view.meta.items()) if view.meta else None),
-    ]
-    render.fields((k, v) for k, v in pairs if v or k not in _OMITTED_WHEN_EMPTY)
-    _print_todos(view)
+AgentOption = Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")]
 
+WindowOption = Annotated[
+    str | None,
+    typer.Option(help='Sending window for proactive messages, e.g. "mon-fri 09:00-18:00".'),
+]
 
-def _print_todos(view: InstanceView) -> None:
-    render.line("todos:")
-    for todo in view.todos:
-        line = "  " + _todo_line(todo.status, todo.text, todo.id)
-        if todo.answer_kind != "text" or not todo.required:
-            line += f"  ({todo.answer_kind}{'' if todo.required else ', optional'})"
-        if todo.answered:
-            line += f"  → {render.answer(todo.answer)}"
-        render.line(line)
-    if view.result_incomplete:
-        missing = ", ".join(str(i) for i in view.missing_answers)
-        render.warn(f"completed without the answers of required todo(s) {missing}")
+DeferOption = Annotated[
+    bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
+]
 
+SubjectOption = Annotated[
+    str | None,
+    typer.Option(help="Subject line (email). Default: the objective's first sentence."),
+]
 
-def format_duration_s(seconds: int) -> str:
-    return format_duration(timedelta(seconds=seconds))
+MetaOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--meta",
+        help="key=value of your own, kept on the conversation and returned in every "
+        "event and in show/result; repeat for several.",
+    ),
+]
 
+SchemaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--schema",
+        help="A JSON Schema file for the whole result: an object whose properties are "
+        'the todo ids ("1", "2", ...); each answer is checked against its property.',
+    ),
+]
 
-def _state_line(view: InstanceView) -> None:
-    extra = f" (was {view.previous_state})" if view.previous_state else ""
-    render.line(f"{view.id} {view.state}{extra}")
+WhatsappTemplateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--whatsapp-template",
+        help="An approved Content SID (HX...) sent when WhatsApp's 24-hour window is "
+        "closed, instead of the channel's template_sid.",
+    ),
+]
+TemplateVarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--template-var",
+        help="NAME=VALUE for --whatsapp-template (1=Ann); VALUE may hold {text} and "
+        "{instance_id}; repeat for several. Default: the channel's template_variables.",
+    ),
+]
+CampaignOption = Annotated[
+    str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
+]
 
 
 def start(
-    contact: Annotated[str, typer.Argument(help="Phone number (any format) or email address.")],
-    objective: Annotated[
-        str, typer.Option("--objective", "-o", help="What the conversation is for.")
-    ],
-    todo: Annotated[
-        list[str],
-        typer.Option(
-            "--todo",
-            "-t",
-            help="A checklist item; repeat for several. End it with ::KIND for a structured "
-            "answer: text, date, time, datetime, number, yesno, email, phone or "
-            'choice(a,b,c); a trailing ? makes it optional ("Which day?::date", '
-            '"Pick one::choice(mon,tue)", "Anything else?::text?").',
-        ),
-    ],
-    heartbeat: Annotated[
-        str | None,
-        typer.Option(
-            help="Silence before a follow-up: 90s, 30m, 2h, 1d. Default from config (30m)."
-        ),
-    ] = None,
-    max_followups: Annotated[
-        int | None,
-        typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
-    ] = None,
-    channel: Annotated[str | None, typer.Option(help="Channel name (default: console).")] = None,
-    agent: Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")] = None,
-    window: Annotated[
-        str | None,
-        typer.Option(help='Sending window for proactive messages, e.g. "mon-fri 09:00-18:00".'),
-    ] = None,
-    defer: Annotated[
-        bool, typer.Option("--defer", help="Leave the first turn to the daemon or `relay tick`.")
-    ] = False,
-    subject: Annotated[
-        str | None,
-        typer.Option(help="Subject line (email). Default: the objective's first sentence."),
-    ] = None,
-    meta: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--meta",
-            help="key=value of your own, kept on the conversation and returned in every "
-            "event and in show/result; repeat for several.",
-        ),
-    ] = None,
-    schema: Annotated[
-        str | None,
-        typer.Option(
-            "--schema",
-            help="A JSON Schema file for the whole result: an object whose properties are "
-            'the todo ids ("1", "2", ...); each answer is checked against its property.',
-        ),
-    ] = None,
-    campaign: Annotated[
-        str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
-    ] = None,
-    whatsapp_template: Annotated[
-        str | None,
-        typer.Option(
-            "--whatsapp-template",
-            help="An approved Content SID (HX...) sent when WhatsApp's 24-hour window is "
-            "closed, instead of the channel's template_sid.",
-        ),
-    ] = None,
-    template_var: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--template-var",
-            help="NAME=VALUE for --whatsapp-template (1=Ann); VALUE may hold {text} and "
-            "{instance_id}; repeat for several. Default: the channel's template_variables.",
-        ),
-    ] = None,
+    contact: ContactArgument,
+    objective: ObjectiveOption,
+    todo: TodoOption,
+    heartbeat: HeartbeatOption = None,
+    max_followups: MaxFollowupsOption = None,
+    channel: ChannelOption = None,
+    agent: AgentOption = None,
+    window: WindowOption = None,
+    defer: DeferOption = False,
+    subject: SubjectOption = None,
+    meta: MetaOption = None,
+    schema: SchemaOption = None,
+    campaign: CampaignOption = None,
+    whatsapp_template: WhatsappTemplateOption = None,
+    template_var: TemplateVarOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -200,24 +145,7 @@ def start(
         template_sid=whatsapp_template,
         template_variables=parse_meta(template_var or [], "--template-var"),
     )
-    if view.first_turn_note:
-        render.warn(view.first_turn_note)
-    if view.first_message_status not in (None, "sent"):
-        render.warn(_undelivered_first(view))
-    if json_out:
-        render.emit_json(view.to_json())
-        return
-    _state_line(view)
-    if view.first_message_status:
-        render.line(f"{view.first_message_status}: {view.first_message}")
-
-
-def _undelivered_first(view: InstanceView) -> str:
-    later = (
-        "" if view.first_message_status in ("failed", "blocked")
-        else "; the daemon or `relay tick` will retry"
-    )
-    return f"the first message was not delivered ({view.first_message_status}){later}"
+    instance_render.print_started(view, json_out=json_out)
 
 
 def _read_schema(path: str) -> object:
@@ -255,39 +183,7 @@ def list_(
                 item["result"] = found.get(item["id"])
         render.emit_json(data)
         return
-    render_list(views)
-
-
-LIST_COLUMNS = (
-    render.Col("id"),
-    render.Col("contact"),
-    render.Col("state"),
-    render.Col("follow-ups", justify="right", optional=True),
-    render.Col("todos", justify="right", optional=True),
-    render.Col("objective", "text"),
-    render.Col("reason", "text"),
-    render.Col("created", optional=True),
-)
-
-
-def render_list(views: list[InstanceView]) -> None:
-    render.table(
-        "instances",
-        LIST_COLUMNS,
-        (
-            [
-                v.id,
-                v.contact,
-                render.state_text(v.state, f" ({v.previous_state})" if v.previous_state else ""),
-                _followups(v),
-                f"{sum(t.status in ('completed', 'skipped') for t in v.todos)}/{len(v.todos)}",
-                v.objective,
-                v.reason or "",
-                render.when(v.created_at),
-            ]
-            for v in views
-        ),
-    )
+    instance_render.render_list(views)
 
 
 def show(
@@ -299,24 +195,7 @@ def show(
     if json_out:
         render.emit_json(view.to_json())
     else:
-        print_instance(view)
-
-
-def _print_messages(messages: list[MessageView]) -> None:
-    render.table(
-        "transcript",
-        ["#", "time", "from", "status", render.Col("text", "wrap")],
-        (
-            [
-                m.id,
-                render.when(m.created_at),
-                m.author,
-                m.status,
-                m.text,
-            ]
-            for m in messages
-        ),
-    )
+        instance_render.print_instance(view, state.relay().now())
 
 
 def transcript(
@@ -332,7 +211,7 @@ def transcript(
     if json_out:
         render.emit_json([m.to_json(raw=raw) for m in messages])
         return
-    _print_messages(messages)
+    instance_render.print_messages(messages)
     for m in messages if raw else []:
         if m.raw:
             typer.echo(f"\n--- message {m.id} as received ---\n{m.raw.rstrip()}")
@@ -356,21 +235,7 @@ def history(
     if json_out:
         render.emit_json([r.to_json() for r in rows])
         return
-    render.table(
-        "history",
-        ["time", "from", "to", "event", "actor", render.Col("reason", "wrap")],
-        (
-            [
-                render.when(r.at),
-                render.state_text(r.from_state) if r.from_state else "-",
-                render.state_text(r.to_state) if r.to_state else "-",
-                r.event if r.kind != "command" else f"$ {r.event}",
-                r.actor,
-                r.reason if r.kind != "command" else render.arguments(r.args or {}),
-            ]
-            for r in rows
-        ),
-    )
+    instance_render.print_history(rows)
 
 
 def _parse_until(text: str) -> datetime:
@@ -400,7 +265,7 @@ def pause(
     """Pause an instance, recording its state; heartbeats stop and keep their time left."""
     moment = _parse_until(until) if until else None
     view = state.relay().pause(instance_id, reason=reason, until=moment)
-    _report(view, json_out)
+    instance_render.print_report(view, json_out)
 
 
 def resume(
@@ -408,7 +273,7 @@ def resume(
     json_out: JsonOption = False,
 ) -> None:
     """Resume a paused instance (to its prior state) or one waiting for a human (to ACTIVE)."""
-    _report(state.relay().resume(instance_id), json_out)
+    instance_render.print_report(state.relay().resume(instance_id), json_out)
 
 
 def cancel(
@@ -417,14 +282,7 @@ def cancel(
     json_out: JsonOption = False,
 ) -> None:
     """Cancel an instance: FAILED with reason "cancelled"; nothing more is sent."""
-    _report(state.relay().cancel(instance_id, reason=reason), json_out)
-
-
-def _report(view: InstanceView, json_out: bool) -> None:
-    if json_out:
-        render.emit_json(view.to_json())
-    else:
-        _state_line(view)
+    instance_render.print_report(state.relay().cancel(instance_id, reason=reason), json_out)
 
 
 def send(
@@ -434,27 +292,7 @@ def send(
 ) -> None:
     """Step in: send an operator message on the conversation's channel."""
     message = state.relay().send(instance_id, text)
-    report_delivery(deliver_now(message), json_out)
-
-
-def report_delivery(message: MessageView, json_out: bool) -> None:
-    """What became of a message handed to its channel now (``send``, ``retry``)."""
-    if json_out:
-        render.emit_json(message.to_json())
-        return
-    why = f": {message.last_error}" if message.last_error else ""
-    if message.status == "sent":
-        render.line(f"sent to {message.contact} (message {message.id})")
-    elif message.status in ("queued", "sending"):
-        render.line(
-            f"queued for {message.contact} (message {message.id}, {message.status}{why}); "
-            "the daemon or `relay tick` will deliver it"
-        )
-    else:
-        # Failed for good (or blocked): saying "queued" would promise a delivery.
-        render.line(
-            f"not delivered to {message.contact} (message {message.id}, {message.status}{why})"
-        )
+    instance_render.report_delivery(deliver_now(message), json_out)
 
 
 def deliver_now(message: MessageView) -> MessageView:
@@ -486,41 +324,7 @@ def status(json_out: JsonOption = False) -> None:
     if json_out:
         render.emit_json(view.to_json())
         return
-    _print_status(view)
-
-
-def _print_status(view: StatusView) -> None:
-    render.table(
-        "instances by state",
-        ["state", render.Col("count", justify="right")],
-        ([render.state_text(k), v] for k, v in sorted(view.states.items())),
-    )
-    render.fields(
-        [
-            ("queue depth", view.queue_depth),
-            ("outbox pending", view.outbox_pending),
-            ("outbox failed", view.outbox_failed),
-            ("unrouted inbound", view.unrouted_inbound),
-            ("work due", view.work_due),
-            ("live daemons", len(view.daemons)),
-            (
-                "last daemon seen",
-                render.when(view.last_daemon_seen) if view.last_daemon_seen else "never",
-            ),
-        ]
-    )
-    if view.daemons:
-        now = state.relay().now()
-        render.table(
-            "live daemons",
-            ["id", "host", "pid", "started", "last pulse"],
-            (
-                [d.id, d.host, d.pid, render.when(d.started_at), render.ago(d.last_pulse_at, now)]
-                for d in view.daemons
-            ),
-        )
-    for warning in view.warnings:
-        render.warn(warning)
+    instance_render.print_status(view, state.relay().now())
 
 
 def register(app: typer.Typer) -> None:

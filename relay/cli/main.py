@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from relay import __version__
 from relay.cli import coercion, placeholders, render
+from relay.cli.session import state
 from relay.core.errors import Refused, RelayError
-
-if TYPE_CHECKING:
-    from relay.api import Relay
-    from relay.config import Config
 
 
 def _flags_without_placeholder() -> None:
@@ -96,46 +92,6 @@ app = typer.Typer(
 )
 
 
-@dataclass
-class Session:
-    """What the global options chose; commands open the API lazily through it."""
-
-    config_path: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    #: ``--actor``: who runs the command, for the audit log.
-    actor: str | None = None
-    _config: Config | None = None
-    _relay: Relay | None = None
-
-    def config(self) -> Config:
-        if self._config is None:
-            from relay.config import load_config
-
-            self._config = load_config(self.config_path, overrides=self.overrides)
-        return self._config
-
-    def set_override(self, key: str, value: Any) -> None:
-        """Override one setting as a flag would (before the configuration is read)."""
-        self.overrides[key] = value
-        self._config = None
-
-    def relay(self) -> Relay:
-        if self._relay is None:
-            from relay.api import Relay
-
-            self._relay = Relay.open(self.config())
-            self._relay.actor = self.actor
-        return self._relay
-
-    def close(self) -> None:
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
-
-
-state = Session()
-
-
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"relay {__version__}")
@@ -178,9 +134,6 @@ def main(
     state.close()
     state.__init__(config_path=config, overrides={"database.url": database})  # type: ignore[misc]
     state.actor = actor
-
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 
 
 def register() -> None:

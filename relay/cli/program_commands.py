@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 
 if TYPE_CHECKING:
     from relay.api import EventView, ResultView

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from relay.cli.main import state
+from relay.cli.session import state
 
 MAX_BODY = 64 * 1024
 
@@ -33,11 +33,10 @@ def serve(
     behind a TLS reverse proxy and set each channel's public_url to the
     address the provider calls (see docs/channels.md).
     """
-    from relay.cli.daemon_commands import setup_logging
-    from relay.runner.serve import serve as run
+    from relay.api import configure_logging
 
-    setup_logging(log_format, verbose, log_file)
-    run(state.relay(), host, port, max_body=max_body)
+    configure_logging(log_format, verbose, log_file)
+    state.relay().serve_http(host, port, max_body=max_body)
 
 
 def register(app: typer.Typer) -> None:

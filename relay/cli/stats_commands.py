@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from relay.cli import render
-from relay.cli.main import JsonOption, state
+from relay.cli.session import JsonOption, state
 from relay.core.durations import format_duration
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from rich.console import Group
 from rich.text import Text
 
 from relay.cli import render
-from relay.cli.main import state
+from relay.cli.session import state
 from relay.core.durations import parse_duration
 
 if TYPE_CHECKING:

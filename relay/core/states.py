@@ -187,6 +187,17 @@ def waits_in_queue(state: State, previous: State | None) -> bool:
     return state is S.QUEUED or (state is S.PAUSED and previous is S.QUEUED)
 
 
+def _reachable(table: Mapping[State, Mapping[Event, State]], start: State) -> set[State]:
+    reached = {start}
+    frontier = [start]
+    while frontier:
+        for target in table[frontier.pop()].values():
+            if target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    return reached
+
+
 def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:
     """Check the machine's shape: complete, reachable, no dead ends, terminals absorbing."""
     if set(table) != set(State):
@@ -197,13 +208,7 @@ def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:
     for state in NON_TERMINAL:
         if not table[state]:
             raise AssertionError(f"non-terminal state {state} is a dead end")
-    reached = {S.CREATED}
-    frontier = [S.CREATED]
-    while frontier:
-        for target in table[frontier.pop()].values():
-            if target not in reached:
-                reached.add(target)
-                frontier.append(target)
+    reached = _reachable(table, S.CREATED)
     if reached != set(State):
         missing = sorted(s.value for s in set(State) - reached)
         raise AssertionError(f"unreachable states: {missing}")

@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 from relay.core.secrets import is_secret_key
 from relay.engine import events
 
+#: The actor of a command an operator ran (the person is :func:`os_user` or ``--actor``).
+OPERATOR = "operator"
 #: Arguments never copied into the log, whatever the command.
 _WITHHELD = frozenset({"text", "body", "message"})
 

@@ -7,10 +7,16 @@ missing would only fail later, in the daemon, where nobody is watching.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from relay.channels.base import Channel, make_channel
 from relay.config import Config
 from relay.core.errors import RelayError
+from relay.engine.pacing import share_pacing
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
 
 
 def channel_settings(config: Config, name: str) -> dict[str, Any]:
@@ -21,7 +27,7 @@ def channel_settings(config: Config, name: str) -> dict[str, Any]:
 
 def agent_settings(config: Config, name: str) -> dict[str, Any]:
     settings: dict[str, Any] = {
-        "timeout": config.get("agent.timeout"),
+        "timeout": config.settings.agent.timeout.total_seconds(),
         "_data_dir": str(config.data_dir),
         "base_dir": str(config.base_dir),
     }
@@ -30,7 +36,7 @@ def agent_settings(config: Config, name: str) -> dict[str, Any]:
 
 
 def channel_names(config: Config) -> list[str]:
-    names = {str(config.get("defaults.channel") or "console")}
+    names = {config.settings.defaults.channel}
     names.update(k.split(".", 1)[0] for k in config.section("channels"))
     return sorted(names)
 
@@ -57,3 +63,21 @@ def agent_problems_of(config: Config, agent: str) -> list[str]:
         return list(check()) if callable(check) else []
     except RelayError as exc:
         return [exc.message]
+
+
+@dataclass
+class Channels:
+    """Channel instances built once per process from ``[channels.NAME]`` sections."""
+
+    relay: Relay
+    _built: dict[str, Channel] = field(default_factory=dict)
+
+    def get(self, name: str) -> Channel:
+        if name not in self._built:
+            built = make_channel(name, channel_settings(self.relay.config, name))
+            share_pacing(self.relay, name, built)
+            self._built[name] = built
+        return self._built[name]
+
+    def names(self) -> list[str]:
+        return channel_names(self.relay.config)

@@ -1,6 +1,6 @@
 """Creating many conversations in one statement per table (``relay import``).
 
-The same rows :meth:`relay.engine.service.Relay.create` writes, for a batch:
+The same rows :meth:`relay.engine.starting.Starting.create` writes, for a batch:
 contacts found or inserted, locked together, their slots read once; each
 conversation CREATED (taking its contact's slot) or QUEUED behind the holder
 (the state machine decides: ``next_state``), with its todos and transition
@@ -24,7 +24,8 @@ from relay.store.ids import new_instance_id
 from relay.store.models import Contact, Instance, Todo, Transition
 
 if TYPE_CHECKING:
-    from relay.engine.service import NewConversation, Relay
+    from relay.engine.new_conversation import NewConversation
+    from relay.engine.service import Relay
 
 QUEUED_REASON = "another conversation with this contact is live"
 
@@ -94,36 +95,52 @@ def _rows(
     actor: str,
     rows: dict[str, list[dict[str, Any]]],
 ) -> tuple[str, str]:
-    from relay.engine.service import answer_columns
-
     iid = new_instance_id()
     state = (
         next_state(State.CREATED, Event.CONTACT_HAS_ACTIVE_INSTANCE) if queued else State.CREATED
     )
-    window = spec.window or (str(relay.config.get("defaults.window") or "") or None)
-    rows["instances"].append(
-        {
-            "id": iid,
-            "contact_id": contact_id,
-            "contact_slot": None if queued else contact_id,
-            "state": state.value,
-            "objective": spec.objective,
-            "subject": spec.subject,
-            "channel": spec.channel,
-            "agent": spec.agent,
-            "window": window,
-            "heartbeat_seconds": int(spec.heartbeat.total_seconds()),
-            "max_followups": spec.max_followups,
-            "follow_up_count": 0,
-            "version": 1 if queued else 0,
-            "turn_attempts": 0,
-            "campaign": spec.campaign,
-            "import_key": spec.import_key,
-            "created_at": now,
-            "updated_at": now,
-        }
-    )
-    rows["todos"] += [
+    window = spec.window or relay.config.settings.defaults.window
+    rows["instances"].append(_instance_row(spec, iid, contact_id, state, window, now))
+    rows["todos"] += _todo_rows(spec, iid, now)
+    rows["transitions"] += _transition_rows(iid, state, actor, now)
+    return iid, state.value
+
+
+def _instance_row(
+    spec: NewConversation,
+    iid: str,
+    contact_id: int,
+    state: State,
+    window: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    queued = state is not State.CREATED
+    return {
+        "id": iid,
+        "contact_id": contact_id,
+        "contact_slot": None if queued else contact_id,
+        "state": state.value,
+        "objective": spec.objective,
+        "subject": spec.subject,
+        "channel": spec.channel,
+        "agent": spec.agent,
+        "window": window,
+        "heartbeat_seconds": int(spec.heartbeat.total_seconds()),
+        "max_followups": spec.max_followups,
+        "follow_up_count": 0,
+        "version": 1 if queued else 0,
+        "turn_attempts": 0,
+        "campaign": spec.campaign,
+        "import_key": spec.import_key,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _todo_rows(spec: NewConversation, iid: str, now: datetime) -> list[dict[str, Any]]:
+    from relay.engine.new_conversation import answer_columns
+
+    return [
         {
             "instance_id": iid,
             "position": position,
@@ -134,18 +151,15 @@ def _rows(
         }
         for position, text in enumerate(spec.todos, start=1)
     ]
+
+
+def _transition_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
+    """The log of a creation: start, and the move to QUEUED behind a live conversation."""
     log = {"instance_id": iid, "actor": actor, "created_at": now}
-    rows["transitions"].append(
-        {
-            **log,
-            "from_state": None,
-            "to_state": State.CREATED.value,
-            "event": "start",
-            "reason": None,
-        }
-    )
-    if queued:
-        rows["transitions"].append(
+    created = {**log, "from_state": None, "to_state": State.CREATED.value, "event": "start"}
+    found = [{**created, "reason": None}]
+    if state is not State.CREATED:
+        found.append(
             {
                 **log,
                 "from_state": State.CREATED.value,
@@ -154,4 +168,4 @@ def _rows(
                 "reason": QUEUED_REASON,
             }
         )
-    return iid, state.value
+    return found

@@ -29,7 +29,8 @@ from relay.store import reads
 from relay.store.models import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
-    from relay.engine.service import NewConversation, Relay
+    from relay.engine.new_conversation import NewConversation
+    from relay.engine.service import Relay
 
 CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
@@ -238,7 +239,7 @@ def _plan_row(
     options: Options,
     checked: dict[tuple[str, str], None],
 ) -> NewConversation | str:
-    from relay.engine.service import check_timezone
+    from relay.engine.new_conversation import check_timezone
 
     columns = row.columns
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)

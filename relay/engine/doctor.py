@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import State, holds_slot
 from relay.core.values import Direction, MessageStatus
 from relay.engine import transitions
-from relay.store import queries
+from relay.store import arrivals, queries
 from relay.store.models import Contact, Instance, Message, Transition
 
 log = logging.getLogger("relay.doctor")
@@ -78,7 +78,7 @@ def repair(relay: Relay, *, actor: str = "doctor") -> list[Finding]:
 
 
 def _inbound_findings(session: Session) -> list[Finding]:
-    late, rejected = queries.inbound_trouble(session)
+    late, rejected = arrivals.inbound_trouble(session)
     findings = []
     if late:
         findings.append(
@@ -101,7 +101,7 @@ def _backend_findings(relay: Relay) -> list[Finding]:
         for name in channel_names(config)
         for problem in channel_problems_of(config, name)
     ]
-    agent = str(config.get("agent.backend"))
+    agent = config.settings.agent.backend
     findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
     return findings
 

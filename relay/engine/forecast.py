@@ -35,6 +35,11 @@ def next_message(session: Session, instance: Instance, config: Config, now: date
         return _delivery(pending, now)
     if state is State.WAITING_FOR_REPLY:
         return _heartbeat(session, instance, config, now)
+    return _due(instance, state, now) or _held(session, instance, state)
+
+
+def _due(instance: Instance, state: State, now: datetime) -> str | None:
+    """What the runner does next where a turn is due; None in the other states."""
     if state is State.CREATED:
         if instance.not_before is not None and instance.not_before > now:
             return f"first message held for the sending window until {_at(instance.not_before)}"
@@ -43,6 +48,12 @@ def next_message(session: Session, instance: Instance, config: Config, now: date
         return f"follow-up {_number(instance)} due now ({RUNNER})"
     if state in (State.ACTIVE, State.WAITING_FOR_AGENT):
         return f"reply due now ({RUNNER})"
+    return None
+
+
+def _held(session: Session, instance: Instance, state: State) -> str:
+    """What a conversation that no turn serves waits for: its turn in the queue, a
+    resume, or a person."""
     if state is State.QUEUED:
         holder = queries.slot_holder(session, instance.contact_id)
         behind = f" {holder.id}" if holder is not None else ""

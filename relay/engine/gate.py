@@ -127,9 +127,7 @@ def rule(message: Message, facts: Facts) -> Ruling:
     return GO
 
 
-def window_opens(
-    message: Message, facts: Facts, config: Config, now: datetime
-) -> datetime | None:
+def window_opens(message: Message, facts: Facts, config: Config, now: datetime) -> datetime | None:
     """When a proactive message (a first message, a follow-up) may go, if not now.
 
     Checked at send time, not only when the turn was scheduled: a message held by
@@ -139,15 +137,13 @@ def window_opens(
     if not message.proactive:
         return None
     instance = facts.instances.get(message.instance_id or "")
-    spec = (instance.window if instance is not None else None) or str(
-        config.get("defaults.window") or ""
+    spec = (instance.window if instance is not None else None) or (
+        config.settings.defaults.window or ""
     )
     if not spec.strip():
         return None
     contact = facts.contacts.get(message.contact_id)
-    tz = (contact.timezone if contact is not None else None) or str(
-        config.get("defaults.timezone") or "UTC"
-    )
+    tz = (contact.timezone if contact is not None else None) or config.settings.defaults.timezone
     try:
         opens = next_open(parse_window(spec), now, zone(tz))
     except RelayError:

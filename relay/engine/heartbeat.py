@@ -73,39 +73,55 @@ def fire_due(relay: Relay, limit: int, lease: Lease | None = None) -> HeartbeatR
             if instance.follow_up_count >= instance.max_followups:
                 _abandon(session, instance, now)
                 report.abandoned += 1
+            elif _held_for_window(session, instance, relay, now, report):
                 continue
-            try:
-                opens = policy.next_window_open(session, instance, relay.config, now)
-            except InvalidInput as exc:
-                _stuck(session, instance, now, exc.message)
-                continue
-            if opens > now:
-                instance.next_heartbeat_at = opens
-                report.deferred += 1
-                log.info(
-                    "instance %s: follow-up held for the sending window until %s",
-                    instance.id,
-                    isoformat(opens),
-                    extra={"instance_id": instance.id},
-                )
-                continue
-            transitions.apply_event(
-                session,
-                instance,
-                Event.HEARTBEAT_FIRES,
-                now=now,
-                actor=ACTOR,
-                reason=f"follow-up {instance.follow_up_count + 1} of {instance.max_followups}",
-                log_rows=log_rows,
-            )
-            report.fired += 1
-            if lease is not None:
-                instance.lease_owner = lease.owner
-                instance.lease_expires_at = now + lease.length
-                instance.turn_attempts = 1
-                report.claimed.append((instance.id, instance.version))
+            else:
+                _fire(session, instance, now, log_rows)
+                report.fired += 1
+                if lease is not None:
+                    instance.lease_owner = lease.owner
+                    instance.lease_expires_at = now + lease.length
+                    instance.turn_attempts = 1
+                    report.claimed.append((instance.id, instance.version))
         transitions.write_log(session, log_rows)
     return report
+
+
+def _fire(
+    session: Session, instance: Instance, now: datetime, log_rows: list[dict[str, Any]]
+) -> None:
+    transitions.apply_event(
+        session,
+        instance,
+        Event.HEARTBEAT_FIRES,
+        now=now,
+        actor=ACTOR,
+        reason=f"follow-up {instance.follow_up_count + 1} of {instance.max_followups}",
+        log_rows=log_rows,
+    )
+
+
+def _held_for_window(
+    session: Session, instance: Instance, relay: Relay, now: datetime, report: HeartbeatReport
+) -> bool:
+    """Whether the follow-up waits (for its sending window to open, or for a person
+    when the window cannot be worked out) instead of firing now."""
+    try:
+        opens = policy.next_window_open(session, instance, relay.config, now)
+    except InvalidInput as exc:
+        _stuck(session, instance, now, exc.message)
+        return True
+    if opens <= now:
+        return False
+    instance.next_heartbeat_at = opens
+    report.deferred += 1
+    log.info(
+        "instance %s: follow-up held for the sending window until %s",
+        instance.id,
+        isoformat(opens),
+        extra={"instance_id": instance.id},
+    )
+    return True
 
 
 def _abandon(session: Session, instance: Instance, now: datetime) -> None:

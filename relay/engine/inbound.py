@@ -27,7 +27,7 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
-from relay.store import claims, funnel, queries
+from relay.store import arrivals, claims, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -134,7 +134,7 @@ def store_arrival(
     session: Session, arrival: Arrival, now: datetime, *, keywords: Keywords = Keywords()
 ) -> Message | None:
     """Store one inbound message and apply what it means; None if already stored."""
-    if arrival.provider_message_id and queries.inbound_by_provider_id(
+    if arrival.provider_message_id and arrivals.inbound_by_provider_id(
         session, arrival.channel, arrival.provider_message_id
     ):
         return None
@@ -215,14 +215,14 @@ def _route(
     that a reply after the end is seen on it rather than lost among the unrouted.
     """
     holder = queries.slot_holder(session, person.id, lock=True)
-    answered = queries.instance_answered_by(session, references)
+    answered = arrivals.instance_answered_by(session, references)
     if answered is not None and (holder is None or holder.id != answered):
         instance = claims.lock_instance(session, answered)
         if instance is not None and instance.contact_id == person.id:
             return instance, State(instance.state).terminal
     if holder is not None:
         return holder, False
-    last = queries.latest_instance(session, person.id)
+    last = arrivals.latest_instance(session, person.id)
     if last is not None and State(last.state).terminal:
         return last, True
     return None, False
@@ -244,7 +244,7 @@ def _pause_until(session: Session, instance: Instance, until: datetime, now: dat
 
 def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetime) -> bool:
     """Record what the provider says of one of our messages; False if it is not ours."""
-    message = queries.outbound_by_provider_id(session, channel, receipt.provider_message_id)
+    message = arrivals.outbound_by_provider_id(session, channel, receipt.provider_message_id)
     if message is None:
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
         return False

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
@@ -27,7 +28,7 @@ from relay.engine.report_views import (
     WatchRow,
 )
 from relay.engine.views import DaemonView, StatusView
-from relay.store import claims, queries
+from relay.store import arrivals, claims, queries
 from relay.store.database import Store
 from relay.store.models import Daemon, Instance, Message
 
@@ -104,6 +105,7 @@ class Lookups:
         from relay.engine.waiting import wait
 
         return wait(cast("Relay", self), instance_ids, until=until, timeout=timeout, since=since)
+
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""
         with self.store.read_transaction() as session:
@@ -172,9 +174,7 @@ class Lookups:
 
     # -- the operator's inbox -------------------------------------------------
 
-    def inbox(
-        self, *, kinds: Sequence[str] | None = None, limit: int = 50
-    ) -> list[InboxItem]:
+    def inbox(self, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
         """Inbound no conversation took: unrouted, late (its conversation had ended)
         and rejected (no usable sender), newest first; ``kinds`` None: all three."""
         chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
@@ -198,29 +198,16 @@ class Lookups:
                 .select_from(Message)
                 .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
             )
-            late, rejected = queries.inbound_trouble(session)
+            late, rejected = arrivals.inbound_trouble(session)
             now = self.now()
-            # Live: pulsed recently and not stopped (a killed daemon never records its stop).
-            daemons = session.scalars(
-                select(Daemon)
-                .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= now - DAEMON_SILENCE)
-                .order_by(Daemon.started_at)
-            ).all()
-            last_seen = session.scalar(select(func.max(Daemon.last_pulse_at)))
+            daemons, last_seen = _daemons(session, now)
             # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
             due = claims.count_due(session, now)
             # Work due for longer than a daemon may stay silent: nobody is doing it
             # (with cron, `relay tick` every minute keeps this at zero).
             overdue = claims.count_due(session, now, due_by=now - DAEMON_SILENCE)
         pending = outbound.get("queued", 0) + outbound.get("sending", 0)
-        warnings = []
-        stale = last_seen is None or (now - last_seen) > DAEMON_SILENCE
-        if overdue and stale:
-            warnings.append(
-                f"{overdue} item(s) of work have been due for over "
-                f"{format_duration(DAEMON_SILENCE)} and no daemon has pulsed recently; "
-                "run `relay daemon` or `relay tick`"
-            )
+        warnings = _unattended(overdue, last_seen, now)
         return StatusView(
             states={s.value: states.get(s.value, 0) for s in State},
             queue_depth=states.get(State.QUEUED.value, 0),
@@ -236,6 +223,29 @@ class Lookups:
             last_daemon_seen=last_seen,
             warnings=tuple(warnings),
         )
+
+
+def _daemons(session: Session, now: datetime) -> tuple[Sequence[Daemon], datetime | None]:
+    """The live daemons, and when any daemon last pulsed. Live: pulsed recently and
+    not stopped (a killed daemon never records its stop)."""
+    daemons = session.scalars(
+        select(Daemon)
+        .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= now - DAEMON_SILENCE)
+        .order_by(Daemon.started_at)
+    ).all()
+    return daemons, session.scalar(select(func.max(Daemon.last_pulse_at)))
+
+
+def _unattended(overdue: int, last_seen: datetime | None, now: datetime) -> list[str]:
+    """A warning when work waits and no daemon has pulsed for a while."""
+    stale = last_seen is None or (now - last_seen) > DAEMON_SILENCE
+    if not (overdue and stale):
+        return []
+    return [
+        f"{overdue} item(s) of work have been due for over "
+        f"{format_duration(DAEMON_SILENCE)} and no daemon has pulsed recently; "
+        "run `relay daemon` or `relay tick`"
+    ]
 
 
 def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:

@@ -28,12 +28,36 @@ todo's answer as data. `meta` you pass to `start` comes back in every result."""
 
 def build_server(relay: Relay) -> MCPServer:
     server = MCPServer("relay", instructions=INSTRUCTIONS)
+    _start_tool(server, relay)
     _conversation_tools(server, relay)
+    _wait_tool(server, relay)
     _operator_tools(server, relay)
     return server
 
 
 def _conversation_tools(server: MCPServer, relay: Relay) -> None:
+    @server.tool()
+    def status() -> dict[str, Any]:
+        """Conversations per state, queue, outbox and live daemons."""
+        return versioned(relay.status().to_json())
+
+    @server.tool()
+    def show(instance_id: str) -> dict[str, Any]:
+        """One conversation: state, todos with their answers, meta, next heartbeat."""
+        return versioned(relay.get(instance_id).to_json())
+
+    @server.tool()
+    def transcript(instance_id: str) -> dict[str, Any]:
+        """The conversation's messages in order, with delivery status."""
+        return {"messages": versioned([m.to_json() for m in relay.transcript(instance_id)])}
+
+    @server.tool()
+    def result(instance_id: str) -> dict[str, Any]:
+        """Each todo's status, answer and the message it came from (final once ended)."""
+        return versioned(relay.result(instance_id).to_json())
+
+
+def _start_tool(server: MCPServer, relay: Relay) -> None:
     @server.tool()
     def start(
         contact: str,
@@ -60,26 +84,8 @@ def _conversation_tools(server: MCPServer, relay: Relay) -> None:
         )
         return versioned(view.to_json())
 
-    @server.tool()
-    def status() -> dict[str, Any]:
-        """Conversations per state, queue, outbox and live daemons."""
-        return versioned(relay.status().to_json())
 
-    @server.tool()
-    def show(instance_id: str) -> dict[str, Any]:
-        """One conversation: state, todos with their answers, meta, next heartbeat."""
-        return versioned(relay.get(instance_id).to_json())
-
-    @server.tool()
-    def transcript(instance_id: str) -> dict[str, Any]:
-        """The conversation's messages in order, with delivery status."""
-        return {"messages": versioned([m.to_json() for m in relay.transcript(instance_id)])}
-
-    @server.tool()
-    def result(instance_id: str) -> dict[str, Any]:
-        """Each todo's status, answer and the message it came from (final once ended)."""
-        return versioned(relay.result(instance_id).to_json())
-
+def _wait_tool(server: MCPServer, relay: Relay) -> None:
     @server.tool()
     async def wait(
         instance_ids: list[str], until: str = "done", timeout: str = "10m", since: str | None = None

@@ -111,7 +111,7 @@ def topic_of(event: EventView) -> str | None:
 def notify_due(relay: Relay) -> int:
     """Hand each target what happened since its position; how many were handed over."""
     handed = 0
-    for target in targets(relay.config.get("notify")):
+    for target in targets(list(relay.config.settings.notify)):
         handed += _follow(relay, target)
     return handed
 
@@ -126,8 +126,12 @@ def _follow(relay: Relay, target: Target) -> int:
             try:
                 _deliver(target, topic, event)
             except (OSError, ConfigError, subprocess.SubprocessError) as exc:
-                log.warning("notify #%s: event %s not delivered (%s); retried next poll",
-                            target.index, event.id, exc)
+                log.warning(
+                    "notify #%s: event %s not delivered (%s); retried next poll",
+                    target.index,
+                    event.id,
+                    exc,
+                )
                 break
             handed += 1
         position = str(event.id)
@@ -144,8 +148,9 @@ def payload(topic: str, event: EventView) -> bytes:
 def _deliver(target: Target, topic: str, event: EventView) -> None:
     body = payload(topic, event)
     if target.command:
-        subprocess.run(list(target.command), input=body, check=True, timeout=TIMEOUT,
-                       capture_output=True)
+        subprocess.run(
+            list(target.command), input=body, check=True, timeout=TIMEOUT, capture_output=True
+        )
         return
     assert target.url is not None
     import httpx

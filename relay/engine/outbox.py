@@ -13,28 +13,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from relay.channels.base import (
-    Channel,
-    ChannelError,
     ContentTemplate,
     Outbound,
     batch_sender,
-    make_channel,
 )
-from relay.core.durations import parse_duration
-from relay.core.errors import RelayError
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import events, gate, inbound, transitions, unsubscribe
-from relay.engine.backends import channel_names, channel_settings
-from relay.engine.pacing import share_pacing
+from relay.engine import delivery_outcomes, events, gate, unsubscribe
+from relay.engine.backends import Channels
+from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
 from relay.store import claims, funnel, queries
@@ -44,8 +39,6 @@ if TYPE_CHECKING:
     from relay.engine.service import Relay
 
 log = logging.getLogger("relay.outbox")
-
-_T = TypeVar("_T")
 
 SEND_LEASE = timedelta(minutes=2)
 #: A delivery later than this after its message was written moves the heartbeat.
@@ -69,42 +62,6 @@ class _Sent:
 
 
 @dataclass
-class DeliveryReport:
-    sent: int = 0
-    retried: int = 0
-    failed: int = 0
-    blocked: int = 0
-    held: int = 0
-    cancelled: int = 0
-
-    def add(self, other: DeliveryReport) -> None:
-        self.sent += other.sent
-        self.retried += other.retried
-        self.failed += other.failed
-        self.blocked += other.blocked
-        self.held += other.held
-        self.cancelled += other.cancelled
-
-
-@dataclass
-class Channels:
-    """Channel instances built once per process from ``[channels.NAME]`` sections."""
-
-    relay: Relay
-    _built: dict[str, Channel] = field(default_factory=dict)
-
-    def get(self, name: str) -> Channel:
-        if name not in self._built:
-            built = make_channel(name, channel_settings(self.relay.config, name))
-            share_pacing(self.relay, name, built)
-            self._built[name] = built
-        return self._built[name]
-
-    def names(self) -> list[str]:
-        return channel_names(self.relay.config)
-
-
-@dataclass
 class Dispatcher:
     relay: Relay
     channels: Channels
@@ -115,8 +72,8 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self.limits = RateLimits(self.relay.config)
-        self.backoff = parse_duration(str(self.relay.config.get("outbox.backoff") or "30s"))
-        self.max_attempts = max(1, int(self.relay.config.get("outbox.max_attempts") or 5))
+        settings = self.relay.config.settings.outbox
+        self.retries = Retries(settings.backoff, settings.max_attempts)
         # How many deliveries go in the next group: learnt from how fast the
         # channels were, and kept from one call to the next.
         self.group_size = 1
@@ -194,6 +151,11 @@ class Dispatcher:
             end += 1
         return pending[:end]
 
+    def _sender(self, channel_name: str) -> Callable[[Outbound], str]:
+        """The channel's ``send``, built when first called (a channel that cannot be
+        built fails that message, as any failed send does)."""
+        return lambda outbound: self.channels.get(channel_name).send(outbound)
+
     def _batch_sender(self, channel_name: str) -> Callable[[Sequence[Outbound]], list[str]] | None:
         """The channel's ``send_many``; None when it has none or cannot be built
         (then :meth:`_deliver` records why, message by message)."""
@@ -213,7 +175,7 @@ class Dispatcher:
             done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
             return [] if done is None else [done]
         messages = [o for o, _ in run]
-        result, failure = _attempt(lambda: send_many(messages))
+        result, failure = delivery_outcomes.attempt(lambda: send_many(messages))
         if result is not None and len(result) != len(messages):
             failure = Failure(f"send_many returned {len(result)} ids", True)
             result = None
@@ -256,7 +218,7 @@ class Dispatcher:
                     continue
                 ruling = gate.rule(message, facts)
                 if ruling.verdict is not gate.Verdict.GO:
-                    _rule_out(message, ruling, report)
+                    delivery_outcomes.rule_out(message, ruling, report)
                     continue
                 message.next_attempt_at = renewed
                 confirmed.append((outbound, channel_name))
@@ -277,7 +239,7 @@ class Dispatcher:
         for message in batch:
             ruling = gate.rule(message, facts)
             if ruling.verdict is not gate.Verdict.GO:
-                _rule_out(message, ruling, report)
+                delivery_outcomes.rule_out(message, ruling, report)
                 continue
             channel = message.channel or "console"
             later = gate.window_opens(message, facts, self.relay.config, now)
@@ -290,26 +252,9 @@ class Dispatcher:
                 report.held += 1
                 continue
             self.limits.count(channel)
-            instance = facts.instances.get(message.instance_id or "")
-            contact = facts.contacts[message.contact_id]
-            ready.append(
-                (
-                    Outbound(
-                        message_id=message.id,
-                        instance_id=message.instance_id,
-                        to=facts.address(channel, message.contact_id),
-                        text=message.body,
-                        idempotency_key=message.idempotency_key or str(message.id),
-                        thread=threads.get(message.instance_id or "", ()),
-                        subject=instance.subject if instance is not None else None,
-                        unsubscribe_token=links.make(message.contact_id, message.instance_id),
-                        last_inbound_at=contact.last_inbound_at,
-                        template=ContentTemplate.from_json(instance and instance.template),
-                    ),
-                    channel,
-                )
-            )
+            ready.append((_outbound(message, channel, facts, threads, links), channel))
             self._written[message.id] = message.created_at
+            instance = facts.instances.get(message.instance_id or "")
             if instance is not None and instance.first_delivered_at is None:
                 self._firsts.add(message.id)
         return ready
@@ -319,7 +264,8 @@ class Dispatcher:
     ) -> _Sent | None:
         """Hand one message to its channel; a failure is recorded at once, a success
         is returned for :meth:`_sent`."""
-        provider_id, failure = _attempt(lambda: self.channels.get(channel_name).send(outbound))
+        send = self._sender(channel_name)
+        provider_id, failure = delivery_outcomes.attempt(lambda: send(outbound))
         if provider_id is not None:
             return _Sent(outbound, channel_name, provider_id, self.relay.now())
         self._failed(outbound, attempt, failure or Failure("?", True), report=report)
@@ -393,128 +339,41 @@ class Dispatcher:
     ) -> None:
         self._written.pop(outbound.message_id, None)
         self._firsts.discard(outbound.message_id)
-        error = failure.error
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None
             if message.status != MessageStatus.SENDING.value or message.attempts != attempt:
                 # Our attempt outlived its lease and another worker owns the row now.
-                log.warning("message %s attempt %s failed (%s)", message.id, attempt, error)
+                log.warning("message %s attempt %s failed (%s)", message.id, attempt, failure.error)
                 return
-            now = self.relay.now()
-            message.last_error = error
-            if failure.opted_out or failure.hold:
-                self._refused(session, message, failure, now, report)
-                return
-            if failure.transient and message.attempts < self.max_attempts:
-                delay = max(
-                    self.backoff * (2 ** (message.attempts - 1)),
-                    timedelta(seconds=failure.retry_after or 0),
-                )
-                message.status = MessageStatus.QUEUED.value
-                message.next_attempt_at = now + delay
-                report.retried += 1
-                log.warning(
-                    "message %s attempt %s failed (%s); retry in %ss",
-                    message.id,
-                    message.attempts,
-                    error,
-                    int(delay.total_seconds()),
-                )
-                return
-            message.status = MessageStatus.FAILED.value
-            message.next_attempt_at = None
-            report.failed += 1
-            data = {"message_id": message.id, "error": error, "attempts": message.attempts}
-            events.record(session, events.Kind.FAILED, message.instance_id, data, now)
-            log.error(
-                "message %s failed after %s attempt(s): %s", message.id, message.attempts, error
-            )
-            self._escalate(session, message, error, now)
-
-    def _refused(
-        self,
-        session: Session,
-        message: Message,
-        failure: Failure,
-        now: datetime,
-        report: DeliveryReport,
-    ) -> None:
-        """The provider refused for a reason that is not the message's: the
-        recipient opted out with it (the contact is opted out, as by a STOP), or
-        the channel cannot send at all (bad credentials: the message waits,
-        queued, without using up an attempt, until a person fixes it)."""
-        if failure.opted_out:
-            person = session.get(Contact, message.contact_id)
-            assert person is not None
-            inbound.opt_out(session, person, now, reason=f"provider: {failure.error}")
-            message.status = MessageStatus.BLOCKED.value
-            message.next_attempt_at = None
-            report.blocked += 1
-            log.warning("message %s: contact opted out (%s)", message.id, failure.error)
-            return
-        message.status = MessageStatus.QUEUED.value
-        message.attempts -= 1
-        message.lease_owner = None
-        message.next_attempt_at = now + max(
-            self.backoff, timedelta(seconds=failure.retry_after or 0)
-        )
-        report.held += 1
-        log.error("message %s stays queued: %s", message.id, failure.error)
-
-    def _escalate(self, session: Session, message: Message, error: str, now: datetime) -> None:
-        """A message that cannot be delivered needs a person."""
-        if message.instance_id is None:
-            return
-        instance = claims.lock_instance(session, message.instance_id)
-        if instance is not None:
-            transitions.hand_to_human(
-                session,
-                instance,
-                f"delivery of message {message.id} failed: {error}",
-                now=now,
-                actor="dispatcher",
+            delivery_outcomes.record(
+                session, message, failure, self.relay.now(), report, self.retries
             )
 
 
-@dataclass(frozen=True)
-class Failure:
-    """Why a send failed, and what the channel advises (see ``ChannelError``)."""
-
-    error: str
-    transient: bool
-    retry_after: float | None = None
-    hold: bool = False
-    opted_out: bool = False
-
-
-def _attempt(call: Callable[[], _T]) -> tuple[_T | None, Failure | None]:
-    """Call a channel: (result, None) on success, (None, failure) on failure. A
-    channel error says whether a retry may help (and when, and whether to keep
-    the message queued); any other relay error will not; an unexpected exception
-    (a bug, a dropped connection) might."""
-    try:
-        return call(), None
-    except ChannelError as exc:
-        advice = Failure(str(exc.message), exc.transient, exc.retry_after, exc.hold, exc.opted_out)
-        return None, advice
-    except RelayError as exc:
-        return None, Failure(exc.message, False)
-    except Exception as exc:
-        return None, Failure(f"{type(exc).__name__}: {exc}", True)
-
-
-def _rule_out(message: Message, ruling: gate.Ruling, report: DeliveryReport) -> None:
-    gate.apply(message, ruling)
-    if ruling.verdict is gate.Verdict.HOLD:
-        report.held += 1
-    elif ruling.verdict is gate.Verdict.BLOCK:
-        report.blocked += 1
-    elif ruling.verdict is gate.Verdict.FAIL:
-        report.failed += 1
-    else:
-        report.cancelled += 1
-    log.info("message %s not sent: %s", message.id, ruling.verdict.value)
+def _outbound(
+    message: Message,
+    channel: str,
+    facts: gate.Facts,
+    threads: dict[str, tuple[str, ...]],
+    links: unsubscribe.UnsubscribeTokens,
+) -> Outbound:
+    """What the channel is handed for ``message``: the address it reaches the
+    contact at, the thread, the subject, the unsubscribe link and template."""
+    instance = facts.instances.get(message.instance_id or "")
+    contact = facts.contacts[message.contact_id]
+    return Outbound(
+        message_id=message.id,
+        instance_id=message.instance_id,
+        to=facts.address(channel, message.contact_id),
+        text=message.body,
+        idempotency_key=message.idempotency_key or str(message.id),
+        thread=threads.get(message.instance_id or "", ()),
+        subject=instance.subject if instance is not None else None,
+        unsubscribe_token=links.make(message.contact_id, message.instance_id),
+        last_inbound_at=contact.last_inbound_at,
+        template=ContentTemplate.from_json(instance and instance.template),
+    )
 
 
 def deliver_one(relay: Relay, message_id: int) -> MessageView:

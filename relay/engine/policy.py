@@ -13,12 +13,12 @@ from relay.store.models import Contact, Instance
 
 
 def window_of(instance: Instance, config: Config) -> Window | None:
-    spec = instance.window or str(config.get("defaults.window") or "")
+    spec = instance.window or config.settings.defaults.window or ""
     return parse_window(spec) if spec.strip() else None
 
 
 def zone_of(contact: Contact, config: Config) -> ZoneInfo:
-    return zone(contact.timezone or str(config.get("defaults.timezone") or "UTC"))
+    return zone(contact.timezone or config.settings.defaults.timezone)
 
 
 def next_window_open(

@@ -1,7 +1,6 @@
 """What a program or an operator reads besides a conversation itself: the event log,
 results, the contact list, the inbox, the funnel and the live view."""
 
-
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -60,7 +60,33 @@ def apply_event(
     current = state_of(instance)
     previous = previous_of(instance)
     target = next_state(current, event, previous=previous, instance_id=instance.id)
+    _move(session, instance, current, target, event, now)
+    _keep_funnel_facts(session, instance, event, target, reason)
+    _end(instance, target, event, reason, now)
+    _record(session, instance, (current, target, event), actor, reason, now, log_rows)
+    _update_slot(session, instance, now)
+    if replies_waiting is None and target is State.WAITING_FOR_REPLY:
+        replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
+    if target is State.WAITING_FOR_REPLY and replies_waiting:
+        # A reply that arrived while the instance could not take it (paused,
+        # mid-follow-up, waiting for a human) is answered now; none is dropped.
+        return apply_event(
+            session,
+            instance,
+            Event.CONTACT_REPLIES,
+            now=now,
+            actor=actor,
+            reason="a reply arrived earlier and was waiting",
+            log_rows=log_rows,
+        )
+    return target
 
+
+def _move(
+    session: Session, instance: Instance, current: State, target: State, event: Event, now: datetime
+) -> None:
+    """The row's part of a transition: pause bookkeeping, the heartbeat, the state
+    itself, and a fresh turn (no lease, no attempts) in the new state."""
     if target is State.PAUSED:
         instance.previous_state = current.value
     elif current is State.PAUSED:
@@ -70,22 +96,40 @@ def apply_event(
     _move_heartbeat(instance, current, target, now)
     if event is Event.CONTACT_REPLIES:
         instance.follow_up_count = 0
-    _keep_funnel_facts(session, instance, event, target, reason)
-
     instance.state = target.value
     instance.version += 1
     instance.updated_at = now
     instance.lease_owner = None
     instance.lease_expires_at = None
     instance.turn_attempts = 0
-    if target.terminal:
-        instance.ended_at = now
-        if event is Event.CANCEL:
-            instance.failure_reason = "cancelled"
-        elif target is State.FAILED and reason:
-            instance.failure_reason = reason
-        elif reason:
-            instance.end_reason = reason
+
+
+def _end(
+    instance: Instance, target: State, event: Event, reason: str | None, now: datetime
+) -> None:
+    """A terminal state records when and why: a failure reason, or an end reason."""
+    if not target.terminal:
+        return
+    instance.ended_at = now
+    if event is Event.CANCEL:
+        instance.failure_reason = "cancelled"
+    elif target is State.FAILED and reason:
+        instance.failure_reason = reason
+    elif reason:
+        instance.end_reason = reason
+
+
+def _record(
+    session: Session,
+    instance: Instance,
+    step: tuple[State, State, Event],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+    log_rows: list[dict[str, Any]] | None,
+) -> None:
+    """The transition-log row, the event for ``relay events``, and the log lines."""
+    current, target, event = step
     _log_row(
         session,
         log_rows,
@@ -117,22 +161,6 @@ def apply_event(
         extra=instance_extra,
     )
     log.debug("instance %s: reason: %s", instance.id, reason or "-", extra=instance_extra)
-    _update_slot(session, instance, now)
-    if replies_waiting is None and target is State.WAITING_FOR_REPLY:
-        replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
-    if target is State.WAITING_FOR_REPLY and replies_waiting:
-        # A reply that arrived while the instance could not take it (paused,
-        # mid-follow-up, waiting for a human) is answered now; none is dropped.
-        return apply_event(
-            session,
-            instance,
-            Event.CONTACT_REPLIES,
-            now=now,
-            actor=actor,
-            reason="a reply arrived earlier and was waiting",
-            log_rows=log_rows,
-        )
-    return target
 
 
 def _keep_funnel_facts(

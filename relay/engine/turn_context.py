@@ -41,13 +41,13 @@ _CONTEXT_INSTANCE = (
 
 
 def read_contexts(
-relay: Relay, owner: str, claimed: list[tuple[str, int]]
+    relay: Relay, owner: str, claimed: list[tuple[str, int]]
 ) -> dict[str, tuple[TurnContext, str, int]]:
     """Each claimed turn's context, agent name and attempt count, read in one
     transaction. A turn whose claim is no longer ours is left out: the instance
     changed, or the lease ran out and another worker claimed it (running the
     agent then would only waste a model call, or repeat a command's effects)."""
-    window = int(relay.config.get("agent.transcript_window") or 50)
+    window = relay.config.settings.agent.transcript_window
     versions = dict(claimed)
     with relay.store.transaction() as session:
         # Plain rows throughout: nothing read here is changed, and ORM objects
@@ -59,9 +59,7 @@ relay: Relay, owner: str, claimed: list[tuple[str, int]]
                 .join(Contact, Contact.id == Instance.contact_id)
                 .where(Instance.id.in_(list(versions)))
             )
-            if row.state in REASONS
-            and row.version == versions[row.id]
-            and row.lease_owner == owner
+            if row.state in REASONS and row.version == versions[row.id] and row.lease_owner == owner
         ]
         ids = [row.id for row in instances]
         todos = queries.todo_rows_for(session, ids)
@@ -81,9 +79,7 @@ relay: Relay, owner: str, claimed: list[tuple[str, int]]
                 transcript=tuple(_context_message(m) for m in transcripts[row.id]),
                 new_messages=tuple(_context_message(m) for m in inbound[row.id]),
                 state=states[row.id],
-                follow_up_number=(
-                    row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0
-                ),
+                follow_up_number=(row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0),
                 max_followups=row.max_followups,
                 now=now,
                 result_schema=row.result_schema,

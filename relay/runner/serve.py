@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from relay.channels.base import Incoming
 from relay.core.errors import RelayError
-from relay.engine.outbox import Channels
+from relay.engine.backends import Channels
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay

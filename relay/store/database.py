@@ -44,12 +44,25 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     url = normalise_url(url)
     if url.startswith("sqlite"):
         return _sqlite_engine(url, **kwargs)
+    if url.startswith("postgresql+psycopg:"):
+        _require_psycopg()
     try:
         return create_engine(url, pool_pre_ping=True, **kwargs)
     except Exception as exc:
         raise ConfigError(
             f"cannot use database URL {mask_url(url)!r}: {mask_text(str(exc))}"
         ) from exc
+
+
+def _require_psycopg() -> None:
+    """PostgreSQL support is an extra; say how to get it rather than which module
+    failed to import deep inside SQLAlchemy."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "a PostgreSQL database needs its driver: pip install 'relay-outreach[postgres]'"
+        ) from None
 
 
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
@@ -184,6 +197,29 @@ class Store:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def open_store(url: str, *, check: bool = True, create: bool = False) -> Store:
+    """Open the store at ``url``, checked against this code's schema.
+
+    With ``create`` an empty database is created and migrated first (alembic is
+    imported only then): the default SQLite file on first use, ``relay init``,
+    ``relay demo``. Any other database must already be at this code's schema;
+    otherwise the user is told to run ``relay db upgrade``. ``check=False`` opens
+    it as it is (the ``relay db`` commands, which change the schema).
+    """
+    store = Store(make_engine(url))
+    if not check:
+        return store
+    revision = store.revision()
+    if revision is None and create:
+        from relay.store.migrate import upgrade
+
+        upgrade(store)
+        return store
+    if revision != HEAD_REVISION:
+        store.check_schema()
+    return store
 
 
 def affected(result: Any) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, exists, func, select
@@ -12,12 +11,10 @@ from sqlalchemy.orm import Session, aliased
 
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import MessageStatus
 from relay.store.models import (
     CONTACT_SLOT_INDEX,
-    ChannelCursor,
     Contact,
-    InboundReject,
     Instance,
     Message,
     Todo,
@@ -280,102 +277,7 @@ def count_by(session: Session, column: Any, *where: Any) -> dict[str, int]:
     return {str(key): int(count) for key, count in rows}
 
 
-# -- channels: read positions and provider ids ------------------------------------------------
-
-
-def channel_cursor(session: Session, channel: str) -> str | None:
-    return session.scalar(select(ChannelCursor.position).where(ChannelCursor.channel == channel))
-
-
-def lock_channel(session: Session, channel: str) -> None:
-    """Serialise the transactions that store what ``channel`` brought in.
-
-    Several daemons poll one channel from the same stored position and read the
-    same messages; de-duplication by provider id makes that harmless only if each
-    sees what the other stored. Under READ COMMITTED it does not (neither sees the
-    other's uncommitted rows, and both insert), so each takes this lock first: the
-    second waits for the first to commit, then finds its rows. A transaction-scoped
-    advisory lock, since a channel has no row to lock before its first position is
-    stored. On SQLite every transaction already holds the database's write lock.
-    """
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(
-            select(func.pg_advisory_xact_lock(func.hashtext(f"relay.channel:{channel}")))
-        )
-
-
-def advance_cursor(
-    session: Session, channel: str, *, read: str | None, position: str, now: datetime
-) -> bool:
-    """Move ``channel``'s position from ``read`` (what the poll started from) to
-    ``position``, in the caller's transaction; False when another poller moved it
-    meanwhile (what it read is stored by then, so ours are duplicates at worst)."""
-    row = session.scalar(
-        select(ChannelCursor).where(ChannelCursor.channel == channel).with_for_update()
-    )
-    if row is None:
-        if read is not None:
-            return False
-        try:
-            with session.begin_nested():
-                session.add(ChannelCursor(channel=channel, position=position, updated_at=now))
-                session.flush()
-        except IntegrityError:
-            return False  # another poller stored the first position first
-        return True
-    if row.position != read:
-        return False
-    row.position = position
-    row.updated_at = now
-    return True
-
-
-def inbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.channel == channel,
-            Message.provider_message_id == provider_id,
-            Message.direction == Direction.INBOUND.value,
-        )
-        .limit(1)
-    )
-
-
-def outbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.channel == channel,
-            Message.provider_message_id == provider_id,
-            Message.direction == Direction.OUTBOUND.value,
-        )
-        .with_for_update()
-        .limit(1)
-    )
-
-
-def instance_answered_by(session: Session, provider_ids: Sequence[str]) -> str | None:
-    """The conversation of the newest message among ``provider_ids`` (a reply's
-    In-Reply-To and References), if relay knows any of them."""
-    if not provider_ids:
-        return None
-    return session.scalar(
-        select(Message.instance_id)
-        .where(Message.provider_message_id.in_(provider_ids), Message.instance_id.is_not(None))
-        .order_by(Message.id.desc())
-        .limit(1)
-    )
-
-
-def latest_instance(session: Session, contact_id: int) -> Instance | None:
-    return session.scalar(
-        select(Instance)
-        .where(Instance.contact_id == contact_id)
-        .order_by(Instance.seq.desc())
-        .limit(1)
-        .with_for_update()
-    )
+# -- threads ----------------------------------------------------------------------------------
 
 
 def thread_of(session: Session, instance_id: str) -> tuple[str, ...]:
@@ -410,22 +312,6 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
     return {key: tuple(ids) for key, ids in found.items()}
 
 
-def late_replies(session: Session, instance_id: str) -> int:
-    """Inbound on an ended conversation that nobody has looked at."""
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Message)
-            .where(
-                Message.instance_id == instance_id,
-                Message.direction == Direction.INBOUND.value,
-                Message.status == MessageStatus.RECEIVED.value,
-            )
-        )
-        or 0
-    )
-
-
 def in_flight(session: Session, instance_id: str) -> int:
     return int(
         session.scalar(
@@ -438,23 +324,6 @@ def in_flight(session: Session, instance_id: str) -> int:
         )
         or 0
     )
-
-
-def inbound_trouble(session: Session) -> tuple[int, int]:
-    """(inbound waiting on ended conversations, inbound kept aside as unusable)."""
-    terminal = [s.value for s in State if s.terminal]
-    late = session.scalar(
-        select(func.count())
-        .select_from(Message)
-        .join(Instance, Instance.id == Message.instance_id)
-        .where(
-            Message.direction == Direction.INBOUND.value,
-            Message.status == MessageStatus.RECEIVED.value,
-            Instance.state.in_(terminal),
-        )
-    )
-    rejected = session.scalar(select(func.count()).select_from(InboundReject))
-    return int(late or 0), int(rejected or 0)
 
 
 def stranded_queues(session: Session) -> list[int]:

@@ -1,0 +1,358 @@
+"""Committing agent turns: each turn's result applied on its locked row, in one
+transaction for a batch, only if nothing changed since the turn was claimed.
+
+The second half of :mod:`relay.engine.turns`. A turn's effects go together
+(its state change, transition row, transcript, todos, outbox rows), checked
+against its own version and lease: a pause or cancel during the turn bumps the
+version and the turn's decisions are dropped. The append-only rows of a batch
+(outbox messages, transition log) are inserted with one statement each, just
+before its transaction commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from relay.core.errors import InvalidInput
+from relay.core.states import Event, State
+from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
+from relay.core.values import Author, MessageStatus
+from relay.engine import answers, events, scoped_state, transitions
+from relay.engine.inbound import opt_out as record_opt_out
+from relay.engine.outgoing import outbound_row
+from relay.store import claims, queries
+from relay.store.models import Contact, Instance, Message, Todo, table_of
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+log = logging.getLogger("relay.turns")
+
+AGENT = "agent"
+NOTES_KEY = "relay:last_turn_notes"
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """Rows a batch of turn commits needs, read once for the whole batch under its
+    locks, and the append-only rows it writes (outbox messages, transition log),
+    inserted with one statement each just before the batch's transaction commits."""
+
+    todos: dict[str, list[Todo]]
+    inbound: dict[str, list[Message]]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    log_rows: list[dict[str, Any]] = field(default_factory=list)
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    instance_id: str
+    reason: str
+    state: str
+    messages: tuple[str, ...] = ()
+    discarded: bool = False
+    note: str | None = None
+
+@dataclass
+class TurnCommitter:
+    """Commits the turns one worker (``owner``) claimed."""
+
+    relay: Relay
+    owner: str
+
+    def ours(self, instance: Instance, version: int) -> bool:
+        """Whether this worker's claim on the (locked) instance still holds."""
+        return instance.version == version and instance.lease_owner == self.owner
+
+    def locked(self, session: Session, instance_id: str, version: int) -> Instance | None:
+        instance = claims.lock_instance(session, instance_id)
+        if instance is None or not self.ours(instance, version):
+            return None
+        return instance
+
+    def commit_many(
+        self, items: list[tuple[str, int, TurnContext, list[Action]]]
+    ) -> list[TurnOutcome]:
+        """Commit several turns' results in one transaction, each turn checked and
+        applied on its own locked row; should that transaction fail, they are
+        committed one by one, so one bad turn cannot hold back the others."""
+        if not items:
+            return []
+        try:
+            with self.relay.store.transaction() as session:
+                ids = [item[0] for item in items]
+                # Todos are loaded (as objects to update) only for turns that mark one.
+                marking = [item[0] for item in items if _marks_todos(item[3])]
+                locked = claims.lock_instances(session, ids)
+                loaded = _Loaded(
+                    queries.todos_for(session, marking) if marking else {},
+                    queries.unprocessed_inbound_for(session, ids),
+                )
+                outcomes = [
+                    self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)
+                    for item in items
+                ]
+                if loaded.messages:
+                    session.execute(insert(table_of(Message)), loaded.messages)
+                    events.record_outbound(session, loaded.messages, self.relay.now())
+                transitions.write_log(session, loaded.log_rows)
+                return outcomes
+        except Exception:
+            if len(items) == 1:
+                raise
+            log.warning("committing %s turns together failed; committing one by one", len(items))
+            return [self.commit_many([item])[0] for item in items]
+
+    def _commit_in(
+        self,
+        session: Session,
+        instance: Instance | None,
+        instance_id: str,
+        version: int,
+        context: TurnContext,
+        actions: list[Action],
+        *,
+        loaded: _Loaded,
+    ) -> TurnOutcome:
+        if instance is None or not self.ours(instance, version):
+            return self.discarded(instance_id, context.reason, session)
+        try:
+            plan = answers.plan_for(actions, context)
+        except InvalidInput as exc:
+            return self.intervene(
+                session, instance, context.reason, f"invalid agent action: {exc.message}"
+            )
+        seen = {m.id for m in context.new_messages}
+        unseen = [m for m in loaded.inbound[instance_id] if m.id not in seen]
+        if plan.stale_given(len(unseen)):
+            return self._reconsider(instance, context.reason)
+        now = self.relay.now()
+        self._apply_plan(session, instance, plan, context, now, loaded)
+        if plan.opt_out_reason is not None:
+            return self._opt_out(session, instance, context, plan.opt_out_reason, now)
+        return self._conclude(session, instance, plan, context, now, loaded)
+
+    def _conclude(
+        self,
+        session: Session,
+        instance: Instance,
+        plan: TurnPlan,
+        context: TurnContext,
+        now: datetime,
+        loaded: _Loaded,
+    ) -> TurnOutcome:
+        """Move the instance to where the turn ends, and keep the turn's notes."""
+        # Inbound that arrived after the context was read is still unprocessed:
+        # entering WAITING_FOR_REPLY answers it (known here without a query).
+        waiting = any(m.status == MessageStatus.RECEIVED.value for m in loaded.inbound[instance.id])
+        final = _advance(
+            session,
+            instance,
+            plan,
+            now,
+            replied=bool(context.new_messages),
+            replies_waiting=waiting,
+            log_rows=loaded.log_rows,
+        )
+        for note in plan.notes:
+            log.info("instance %s: %s", instance.id, note, extra={"instance_id": instance.id})
+        if plan.notes:
+            # The agent's next turn sees what relay could not do (place_call) in
+            # its state, so it does not assume the call happened.
+            scoped_state.store(session, instance, NOTES_KEY, list(plan.notes), now)
+        return TurnOutcome(
+            instance.id,
+            context.reason.value,
+            final.value,
+            plan.messages,
+            note="; ".join(plan.notes) or None,
+        )
+
+    def _apply_plan(
+        self,
+        session: Session,
+        instance: Instance,
+        plan: TurnPlan,
+        context: TurnContext,
+        now: datetime,
+        loaded: _Loaded,
+    ) -> None:
+        proactive = context.reason in (TurnReason.FIRST_MESSAGE, TurnReason.FOLLOW_UP)
+        for text in plan.messages:
+            # Written with the batch's other messages, in one statement, at its commit.
+            loaded.messages.append(
+                outbound_row(instance, text, Author.AGENT, now, proactive=proactive)
+            )
+        todos = {t.position: t for t in loaded.todos.get(instance.id, ())}
+        for todo_id, status in plan.todo_updates:
+            todo: Todo = todos[todo_id]
+            todo.status = status.value
+            todo.updated_at = now
+        answers.apply(session, instance, todos, plan, now)
+        for key, value in plan.state_updates:
+            scoped_state.store(session, instance, key, value, now)
+        seen = {m.id for m in context.new_messages}
+        for message in loaded.inbound[instance.id]:
+            if message.id in seen:
+                message.status = MessageStatus.PROCESSED.value
+                message.processed_at = now
+        if plan.next_heartbeat is not None:
+            instance.heartbeat_override_seconds = int(plan.next_heartbeat.total_seconds())
+
+    def _opt_out(
+        self,
+        session: Session,
+        instance: Instance,
+        context: TurnContext,
+        reason: str,
+        now: datetime,
+    ) -> TurnOutcome:
+        """The agent understood "leave me alone": the same opt-out as a STOP keyword
+        (this conversation ends, queued ones fail, nothing more is sent)."""
+        person = session.get(Contact, instance.contact_id)
+        assert person is not None
+        record_opt_out(session, person, now, reason=f"agent: {reason}")
+        log.info(
+            "instance %s: the agent recorded an opt-out",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(instance.id, context.reason.value, instance.state)
+
+    def _reconsider(self, instance: Instance, reason: TurnReason) -> TurnOutcome:
+        """Drop the turn's decisions and give the turn back: it runs again at once,
+        with the reply that arrived while the agent was deciding."""
+        instance.lease_owner = None
+        instance.lease_expires_at = None
+        log.info(
+            "instance %s: a reply arrived during the final turn; the turn runs again",
+            instance.id,
+            extra={"instance_id": instance.id},
+        )
+        return TurnOutcome(
+            instance.id,
+            reason.value,
+            instance.state,
+            discarded=True,
+            note="the contact wrote while the agent was ending the conversation; "
+            "the turn runs again with the new message",
+        )
+
+    def intervene(
+        self, session: Session, instance: Instance, reason: TurnReason, why: str
+    ) -> TurnOutcome:
+        # ``why`` may carry the agent's or the contact's words: DEBUG only.
+        log.warning("instance %s: needs a human", instance.id, extra={"instance_id": instance.id})
+        log.debug("instance %s: needs a human: %s", instance.id, why)
+        final = transitions.apply_event(
+            session,
+            instance,
+            Event.REQUEST_INTERVENTION,
+            now=self.relay.now(),
+            actor=AGENT,
+            reason=why,
+        )
+        return TurnOutcome(instance.id, reason.value, final.value, note=why)
+
+    def discarded(
+        self, instance_id: str, reason: TurnReason, session: Session | None = None
+    ) -> TurnOutcome:
+        """The outcome of a turn whose instance changed; inside a transaction, pass its
+        session (a second transaction would wait forever for SQLite's write lock)."""
+        log.info(
+            "instance %s: changed during the turn; its result was discarded",
+            instance_id,
+            extra={"instance_id": instance_id},
+        )
+        query = select(Instance.state).where(Instance.id == instance_id)
+        if session is not None:
+            state = session.scalar(query)
+        else:
+            with self.relay.store.transaction() as own:
+                state = own.scalar(query)
+        return TurnOutcome(
+            instance_id,
+            reason.value,
+            state or "?",
+            discarded=True,
+            note="the instance changed during the turn (paused, cancelled or re-claimed); "
+            "nothing was applied",
+        )
+
+def _advance(
+    session: Session,
+    instance: Instance,
+    plan: TurnPlan,
+    now: datetime,
+    *,
+    replied: bool,
+    replies_waiting: bool | None = None,
+    log_rows: list[dict[str, Any]] | None = None,
+) -> State:
+    """Move the instance to where the turn ends: always somewhere live or terminal.
+
+    ``replied``: the turn answered inbound messages. In a follow-up turn that means
+    the contact wrote after the heartbeat fired: the silence being counted is over,
+    so the count starts again (as a reply in WAITING_FOR_REPLY resets it).
+    ``replies_waiting`` and ``log_rows``: see :func:`transitions.apply_event`.
+    """
+    state = State(instance.state)
+
+    def go(event: Event, reason: str | None = None) -> State:
+        return transitions.apply_event(
+            session,
+            instance,
+            event,
+            now=now,
+            actor=AGENT,
+            reason=reason,
+            replies_waiting=replies_waiting,
+            log_rows=log_rows,
+        )
+
+    if plan.intervention_reason:
+        return go(Event.REQUEST_INTERVENTION, plan.intervention_reason)
+    if state is State.HEARTBEAT_SCHEDULED:
+        return _after_follow_up(instance, plan, go, replied=replied)
+    if state is State.WAITING_FOR_AGENT and plan.end_reason and not plan.messages:
+        return go(Event.END_CONVERSATION, plan.end_reason)
+    opening = _OPENING.get(state)
+    if opening is not None:
+        go(opening)
+    if plan.end_reason:
+        return go(Event.END_CONVERSATION, plan.end_reason)
+    if plan.messages:
+        return go(Event.MESSAGE_SENT)
+    return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
+
+
+#: The event a turn's result begins with, by the state the turn ran in.
+_OPENING = {
+    State.CREATED: Event.AGENT_SENDS_FIRST_MESSAGE,
+    State.WAITING_FOR_AGENT: Event.AGENT_PROCESSES_REPLY,
+}
+
+
+def _after_follow_up(
+    instance: Instance, plan: TurnPlan, go: Callable[..., State], *, replied: bool
+) -> State:
+    if plan.end_reason:
+        return go(Event.END_CONVERSATION, plan.end_reason)
+    if replied:
+        instance.follow_up_count = 0
+        if plan.messages:
+            return go(Event.FOLLOWUP_SENT, "answered a reply that came before the follow-up")
+    elif plan.messages:
+        instance.follow_up_count += 1
+        return go(Event.FOLLOWUP_SENT, f"follow-up {instance.follow_up_count}")
+    return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
+
+
+def _marks_todos(actions: list[Action]) -> bool:
+    return any(action.name == "mark_todo_item" for action in actions)

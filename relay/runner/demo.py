@@ -1,0 +1,103 @@
+"""``relay demo``: a whole conversation on a throw-away database, with a simulated contact.
+
+It exercises the real pieces (store, state machine, scripted agent, console
+channel, outbox, pulse), only the contact is played by code, so a new user
+sees relay work end to end before configuring anything.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from relay.config import DEFAULTS, Config
+from relay.engine.report_views import ResultView
+from relay.engine.service import Relay
+from relay.engine.turns import start_now
+from relay.engine.views import InstanceView, MessageView, TransitionView
+from relay.runner.pulse import Pulse
+from relay.store.database import open_store
+
+CONTACT = "+1 555 010 0199"
+OBJECTIVE = "your delivery of order #1042"
+#: Each todo says what kind of answer it wants (``::KIND``, see relay.core.answers).
+TODOS = (
+    "Is 12 Harbour Street the right delivery address?::yesno",
+    "Which day suits you for the delivery?::date",
+    "What number can the driver call?::phone",
+)
+#: The second reply is no date: relay refuses it back to the agent, which asks again.
+ANSWERS = (
+    "Yes, 12 Harbour Street is right.",
+    "Some time next week.",
+    "Thursday works for me.",
+    "The driver can call 555-0143.",
+)
+MAX_ROUNDS = 20
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    instance: InstanceView
+    transcript: list[MessageView]
+    history: list[TransitionView]
+    result: ResultView
+
+
+@contextmanager
+def demo_config() -> Iterator[Config]:
+    """Built-in defaults only, with the database and console files in a temporary folder.
+
+    The working directory's relay.toml and RELAY_* variables are not read: a
+    project's sending window, console file or model server must not leak into
+    (or be written by) the throw-away demo.
+    """
+    with tempfile.TemporaryDirectory(prefix="relay-demo-") as folder:
+        root = Path(folder)
+        values = {
+            **DEFAULTS,
+            "database.url": f"sqlite:///{root / 'demo.db'}",
+            "channels.console.echo": False,
+            "agent.backend": "scripted",
+            "defaults.channel": "console",
+        }
+        yield Config(values, dict.fromkeys(values, "demo"), None, root)
+
+
+def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:
+    with demo_config() as config:
+        relay = Relay(open_store(config.database_url, create=True), config)
+        try:
+            return _converse(relay, on_event)
+        finally:
+            relay.store.dispose()
+
+
+def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
+    view = relay.start(CONTACT, OBJECTIVE, list(TODOS))
+    on_event(f"started {view.id} with {view.contact}: {view.state}")
+    outcome = start_now(relay, view.id, owner="demo")
+    for text in outcome.messages if outcome else ():
+        on_event(f"relay  → {text}")
+    pulse = Pulse(relay, owner="demo")
+    answers = iter(ANSWERS)
+    for _ in range(MAX_ROUNDS):
+        view = relay.get(view.id)
+        if view.state in ("COMPLETED", "ABANDONED", "FAILED", "NEEDS_HUMAN_INTERVENTION"):
+            break
+        if view.state == "WAITING_FOR_REPLY":
+            answer = next(answers, "That's all from me.")
+            on_event(f"contact → {answer}")
+            relay.receive(CONTACT, answer)
+        report = pulse.run()
+        for turn in report.turns:
+            for text in turn.messages:
+                on_event(f"relay  → {text}")
+    final = relay.get(view.id)
+    on_event(f"ended {final.id}: {final.state} ({final.end_reason or final.failure_reason or '-'})")
+    return DemoResult(
+        final, relay.transcript(view.id), relay.history(view.id), relay.result(view.id)
+    )

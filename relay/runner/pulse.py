@@ -1,0 +1,163 @@
+"""One pass over all due work: what ``relay tick`` runs and what each daemon pulse runs.
+
+Order matters: snoozes end first, heartbeats fire, then turns run (first
+messages, replies, follow-ups, resumes), then the outbox delivers what the
+turns wrote. Turns repeat within the pass while new ones fall due (a
+conversation that ends promotes a queued one, which is started at once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from relay.core.errors import RelayError
+from relay.core.states import TERMINAL
+from relay.engine import heartbeat
+from relay.engine.backends import Channels
+from relay.engine.notify import notify_due
+from relay.engine.outbox import DeliveryReport, Dispatcher
+from relay.engine.turns import TurnOutcome, TurnRunner
+
+if TYPE_CHECKING:
+    from relay.engine.service import Relay
+
+log = logging.getLogger("relay.pulse")
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class PulseReport:
+    resumed: int = 0
+    fired: int = 0
+    abandoned: int = 0
+    deferred: int = 0
+    polled: int = 0
+    turns: list[TurnOutcome] = field(default_factory=list)
+    delivery: DeliveryReport = field(default_factory=DeliveryReport)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def idle(self) -> bool:
+        d = self.delivery
+        work = (
+            self.resumed,
+            self.fired,
+            self.abandoned,
+            self.polled,
+            len(self.turns),
+            d.sent,
+            d.retried,
+            d.failed,
+            d.blocked,
+        )
+        return not any(work)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resumed": self.resumed,
+            "heartbeats_fired": self.fired,
+            "abandoned": self.abandoned,
+            "deferred": self.deferred,
+            "inbound_polled": self.polled,
+            "turns": [
+                {
+                    "instance_id": t.instance_id,
+                    "reason": t.reason,
+                    "state": t.state,
+                    "messages": list(t.messages),
+                    "discarded": t.discarded,
+                    "note": t.note,
+                }
+                for t in self.turns
+            ],
+            "delivered": self.delivery.sent,
+            "retrying": self.delivery.retried,
+            "failed": self.delivery.failed,
+            "blocked": self.delivery.blocked,
+            "held": self.delivery.held,
+            "errors": self.errors,
+        }
+
+
+class Pulse:
+    def __init__(self, relay: Relay, owner: str) -> None:
+        self.relay = relay
+        self.owner = owner
+        self.turns = TurnRunner(relay, owner)
+        self.channels = Channels(relay)
+        self.dispatcher = Dispatcher(relay, self.channels, owner)
+        self.batch = relay.config.settings.daemon.batch
+
+    def run(
+        self, *, poll: bool = False, should_stop: Callable[[], bool] = lambda: False
+    ) -> PulseReport:
+        """One pass; ``should_stop`` is checked between steps and between turns, so
+        a stopping daemon finishes the turn in progress and claims nothing more."""
+        report = PulseReport()
+        if poll:
+            report.polled = self.poll(report)
+        report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)
+        beats = heartbeat.fire_due(
+            self.relay, self.batch, heartbeat.Lease(self.owner, self.turns.lease)
+        )
+        report.fired, report.abandoned = beats.fired, beats.abandoned
+        report.deferred = beats.deferred
+        # The follow-ups the firing leased to this pulse go first, in its first round.
+        leased = beats.claimed
+        for _ in range(MAX_ROUNDS):
+            if should_stop():
+                self.turns.release(leased)
+                break
+            outcomes = self.turns.run_due(
+                self.batch,
+                leased=leased,
+                should_stop=should_stop,
+                after_batch=lambda: report.delivery.add(self.dispatcher.deliver_due(self.batch)),
+            )
+            leased = []
+            report.turns.extend(outcomes)
+            report.delivery.add(self.dispatcher.deliver_due(self.batch))
+            if len(outcomes) < self.batch and not any(_promotes(o) for o in outcomes):
+                break
+        return report
+
+    def poll(self, report: PulseReport) -> int:
+        """Ask every configured channel what arrived after its stored position.
+
+        The channel is called outside any transaction; what it returns is stored
+        with its new position in one transaction (:meth:`Relay.ingest`). Should
+        that fail (a locked database, an outage), the position stays where it was
+        and the next poll reads the same messages again.
+        """
+        received = 0
+        for name in self.channels.names():
+            try:
+                received += self._poll_channel(name)
+            except RelayError as exc:
+                report.errors.append(f"polling {name}: {exc.message}")
+                log.error("polling channel %s failed: %s", name, exc.message)
+        try:
+            notify_due(self.relay)
+        except RelayError as exc:
+            report.errors.append(f"notify: {exc.message}")
+            log.error("notify failed: %s", exc.message)
+        return received
+
+    def _poll_channel(self, name: str) -> int:
+        position = self.relay.channel_position(name)
+        incoming = self.channels.get(name).poll(position)
+        if not incoming.messages and not incoming.receipts and incoming.cursor in (None, position):
+            return 0
+        stored = self.relay.ingest(name, incoming, read_from=position)
+        if stored.rejected:
+            log.warning("channel %s: %s inbound message(s) kept aside", name, stored.rejected)
+        return stored.stored
+
+
+def _promotes(outcome: TurnOutcome) -> bool:
+    """An ended conversation may have handed its contact's slot to a queued one."""
+    return outcome.state in {state.value for state in TERMINAL}

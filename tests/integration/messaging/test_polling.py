@@ -1,0 +1,112 @@
+"""Polling modes through the engine: the position lives in the store, not in the channel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from messaging_fakes import (
+    ACCOUNT,
+    BOT_TOKEN,
+    TOKEN,
+    FakeTelegram,
+    FakeTwilio,
+    fake_telegram,
+    fake_twilio,
+)
+
+from relay.runner.pulse import Pulse, PulseReport
+
+NUMBER = "+15550001111"
+PHONE = "+15551230001"
+
+
+@pytest.fixture
+def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTelegram]:
+    monkeypatch.setenv("BOT_TOKEN", BOT_TOKEN)
+    with fake_telegram() as fake:
+        yield fake
+
+
+@pytest.fixture
+def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
+    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
+    with fake_twilio() as fake:
+        yield fake
+
+
+def poll(relay: Any) -> int:
+    return Pulse(relay, "test").poll(PulseReport())
+
+
+def test_telegram_updates_are_read_once_with_the_stored_offset(
+    make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram
+) -> None:
+    relay = make_relay(
+        db_url,
+        None,
+        **{
+            "channels.tg.type": "telegram",
+            "channels.tg.token_env": "BOT_TOKEN",
+            "channels.tg.api_url": bot_api.base_url,
+            "channels.tg.poll_timeout": 0,
+        },
+    )
+    first = bot_api.add_message(4242, "/start")
+    bot_api.add_message(4242, "hello")
+    assert poll(relay) == 2
+    assert relay.channel_position("tg") == str(first + 2)
+    assert poll(relay) == 0
+    assert bot_api.offsets[-1] == first + 2
+    assert [m.text for m in relay.contact("telegram:4242").unrouted] == ["/start", "hello"]
+    bot_api.add_message(4242, "STOP")
+    assert poll(relay) == 1
+    assert relay.contact("telegram:4242").opted_out_at is not None
+
+
+def test_telegram_conversation_by_chat_id(
+    make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram
+) -> None:
+    relay = make_relay(
+        db_url,
+        None,
+        **{
+            "channels.tg.type": "telegram",
+            "channels.tg.token_env": "BOT_TOKEN",
+            "channels.tg.api_url": bot_api.base_url,
+            "channels.tg.poll_timeout": 0,
+        },
+    )
+    view = relay.start("telegram:4242", "Confirm the delivery", ["Which day?"], channel="tg")
+    Pulse(relay, "test").run()
+    assert [m["chat_id"] for m in bot_api.sent] == ["4242"]
+    bot_api.add_message(4242, "Thursday")
+    Pulse(relay, "test").run(poll=True)
+    assert len(bot_api.sent) == 2
+    assert relay.get(view.id).state in ("WAITING_FOR_REPLY", "COMPLETED")
+
+
+def test_twilio_polling_mode(
+    make_relay: Callable[..., Any], db_url: str, twilio_api: FakeTwilio
+) -> None:
+    relay = make_relay(
+        db_url,
+        None,
+        **{
+            "channels.sms.type": "sms",
+            "channels.sms.account_sid": ACCOUNT,
+            "channels.sms.auth_token_env": "TWILIO_TOKEN",
+            "channels.sms.from": NUMBER,
+            "channels.sms.api_url": twilio_api.base_url,
+            "channels.sms.polling": True,
+        },
+    )
+    when = datetime.now(UTC) - timedelta(minutes=5)
+    twilio_api.add_inbound(PHONE, NUMBER, "Thursday works", when)
+    assert poll(relay) == 1
+    assert poll(relay) == 0  # the same second is read again and dropped by its sid
+    twilio_api.add_inbound(PHONE, NUMBER, "STOP", when + timedelta(minutes=1))
+    assert poll(relay) == 1
+    assert relay.contact(PHONE).opted_out_at is not None

@@ -1,0 +1,112 @@
+"""The layers of DESIGN.md, checked on the source: imports point downwards only."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "relay"
+
+# layer -> relay packages it may import (besides itself and the stdlib).
+ALLOWED = {
+    "core": set(),
+    "store": {"core"},
+    "agents": {"core"},
+    "channels": {"core"},
+    "engine": {"core", "store", "agents", "channels", "config"},
+    "runner": {"core", "store", "agents", "channels", "config", "engine"},
+    # The CLI parses, calls the public API, renders. Besides relay.api it may name
+    # core values and errors (pure, no I/O) and the settings it builds from flags.
+    "cli": {"core", "config", "api"},
+}
+THIRD_PARTY = {
+    "core": set(),
+    "store": {"sqlalchemy", "alembic", "psycopg"},
+    "agents": {"httpx"},
+    "channels": {"httpx", "imapclient", "mailparser_reply"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_layer_imports_point_downwards(layer: str) -> None:
+    bad = []
+    for path in sorted((ROOT / layer).glob("*.py")):
+        for module in _imports(path):
+            top = module.split(".")[0]
+            if top == "relay":
+                parts = module.split(".")
+                target = parts[1] if len(parts) > 1 else ""
+                if target not in ("", layer) and target not in ALLOWED[layer]:
+                    bad.append(f"{path.name} imports {module}")
+            elif (
+                top not in sys.stdlib_module_names
+                and layer in THIRD_PARTY
+                and top not in THIRD_PARTY[layer]
+            ):
+                bad.append(f"{path.name} imports {module}")
+    assert bad == []
+
+
+def test_settings_import_only_core() -> None:
+    relay_imports = {m for m in _imports(ROOT / "settings.py") if m.split(".")[0] == "relay"}
+    assert all(m.startswith("relay.core") for m in relay_imports), relay_imports
+
+
+def test_the_api_is_below_the_cli() -> None:
+    assert not any(m.startswith("relay.cli") for m in _imports(ROOT / "api.py"))
+
+
+def test_command_modules_do_not_import_the_cli_entry_point() -> None:
+    """``relay.cli.main`` imports every command module to register it; a command
+    module importing it back would be a cycle (shared options are in cli/session.py)."""
+    entry_points = {"main.py", "reference.py", "__init__.py"}
+    bad = [
+        path.name
+        for path in sorted((ROOT / "cli").glob("*.py"))
+        if path.name not in entry_points and "relay.cli.main" in _imports(path)
+    ]
+    assert bad == []
+
+
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 50
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = [
+        f"{name} has {lines} lines"
+        for path in sorted(ROOT.rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        and (name := str(path.relative_to(ROOT)))
+    ]
+    assert long == []
+
+
+def test_no_function_is_over_50_lines() -> None:
+    """Short enough to read at once (the migration revisions, outside relay/, excepted)."""
+    long = []
+    for path in sorted(ROOT.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            assert node.end_lineno is not None
+            lines = node.end_lineno - node.lineno + 1
+            name = f"{path.relative_to(ROOT)}:{node.name}"
+            if lines > MAX_FUNCTION_LINES:
+                long.append(f"{name} has {lines} lines")
+    assert long == []
