@@ -12,8 +12,9 @@ transitions in SQL (one UPDATE each, correlated subqueries over the
   first_reply_at, followups_sent): every count, grouped in index order;
 - ``ix_instances_reply_seconds`` (reply_seconds, created_at) and
   ``ix_instances_campaign_reply_seconds`` (campaign, reply_seconds,
-  created_at), partial (replied conversations only): the median, as the
-  middle row of an ordered index range.
+  created_at): the median, as the middle row of the ordered range past the
+  NULLs (not partial: a dialect keyword in the models would load the
+  PostgreSQL dialect in every command).
 
 Revision ID: 0007
 Revises: 0006
@@ -83,9 +84,8 @@ def upgrade() -> None:
         "WHERE first_reply_at >= first_delivered_at"
     )
     op.create_index("ix_instances_funnel", "instances", _FUNNEL)
-    replied = sa.text("reply_seconds IS NOT NULL")
     for name, columns in _REPLY.items():
-        op.create_index(name, "instances", columns, sqlite_where=replied, postgresql_where=replied)
+        op.create_index(name, "instances", columns)
 
 
 def downgrade() -> None:

@@ -1,7 +1,7 @@
 """The funnel's SQL (``relay stats``) and the writes that keep its facts.
 
 Every figure is read from ``instances`` alone, from covering indexes (see
-``ix_instances_funnel`` and the partial ``REPLY_INDEXES`` in the models): one
+``ix_instances_funnel`` and ``REPLY_INDEXES`` in the models): one
 scan of the chosen range grouped in index order gives started, delivered,
 replied, follow-ups and each outcome; the median time to first reply is the
 middle row of an ordered index range (``percentile_cont`` on PostgreSQL). Only

@@ -22,7 +22,6 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -43,13 +42,12 @@ FUNNEL_INDEX = "ix_instances_funnel"
 FUNNEL_COLUMNS = (
     "campaign", "outcome", "created_at", "first_delivered_at", "first_reply_at", "followups_sent"
 )  # fmt: skip
-# Partial (replied conversations only): the median's ordered ranges, for all
-# conversations and for one campaign.
+# The median's ordered ranges (replied conversations are past the NULLs), for
+# all conversations and for one campaign.
 REPLY_INDEXES = {
     "ix_instances_reply_seconds": ("reply_seconds", "created_at"),
     "ix_instances_campaign_reply_seconds": ("campaign", "reply_seconds", "created_at"),
 }
-_REPLIED = text("reply_seconds IS NOT NULL")
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -173,13 +171,11 @@ class Instance(Base):
         # Due heartbeats (and the daemon's next_due), earliest first (issue 12).
         Index("ix_instances_state_next_heartbeat_at_seq", "state", "next_heartbeat_at", "seq"),
         # The funnel (issue 11): every count of `relay stats` from one covering scan
-        # of a campaign's range, grouped in index order; the median from a
-        # partial index, walked in reply_seconds order.
+        # of a campaign's range, grouped in index order; the median walked in
+        # reply_seconds order from past the NULLs (not partial indexes: a dialect
+        # keyword here loads the PostgreSQL dialect in every command, ~50 ms).
         Index(FUNNEL_INDEX, *FUNNEL_COLUMNS),
-        *(
-            Index(name, *columns, sqlite_where=_REPLIED, postgresql_where=_REPLIED)
-            for name, columns in REPLY_INDEXES.items()
-        ),
+        *(Index(name, *columns) for name, columns in REPLY_INDEXES.items()),
     )
 
 
