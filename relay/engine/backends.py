@@ -16,7 +16,7 @@ from relay.core.errors import RelayError
 from relay.engine.pacing import share_pacing
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 
 def channel_settings(config: Config, name: str) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def agent_problems_of(config: Config, agent: str) -> list[str]:
 class Channels:
     """Channel instances built once per process from ``[channels.NAME]`` sections."""
 
-    relay: Relay
+    relay: Runtime
     _built: dict[str, Channel] = field(default_factory=dict)
 
     def get(self, name: str) -> Channel:

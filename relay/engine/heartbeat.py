@@ -24,7 +24,7 @@ from relay.store import claims
 from relay.store.models import Instance
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.heartbeat")
 
@@ -49,7 +49,7 @@ class Lease:
     length: timedelta
 
 
-def fire_due(relay: Relay, limit: int, lease: Lease | None = None) -> HeartbeatReport:
+def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> HeartbeatReport:
     """Fire every due heartbeat (up to ``limit``) in one transaction.
 
     Rows are locked and re-checked by the claim query itself, so a heartbeat
@@ -102,7 +102,7 @@ def _fire(
 
 
 def _held_for_window(
-    session: Session, instance: Instance, relay: Relay, now: datetime, report: HeartbeatReport
+    session: Session, instance: Instance, relay: Runtime, now: datetime, report: HeartbeatReport
 ) -> bool:
     """Whether the follow-up waits (for its sending window to open, or for a person
     when the window cannot be worked out) instead of firing now."""
@@ -154,7 +154,7 @@ def _stuck(session: Session, instance: Instance, now: datetime, why: str) -> Non
     )
 
 
-def resume_snoozed(relay: Relay, limit: int) -> int:
+def resume_snoozed(relay: Runtime, limit: int) -> int:
     """Resume instances paused with ``--until`` whose time has come."""
     resumed = 0
     with relay.store.transaction() as session:

@@ -36,7 +36,7 @@ from relay.store import claims, funnel, queries
 from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.outbox")
 
@@ -63,7 +63,7 @@ class _Sent:
 
 @dataclass
 class Dispatcher:
-    relay: Relay
+    relay: Runtime
     channels: Channels
     #: Who claims (a daemon id): a restarted daemon takes its own dead claims back.
     owner: str | None = None
@@ -376,7 +376,7 @@ def _outbound(
     )
 
 
-def deliver_one(relay: Relay, message_id: int) -> MessageView:
+def deliver_one(relay: Runtime, message_id: int) -> MessageView:
     """Try to deliver one message now (``relay send``); leave it queued if it cannot go."""
     dispatcher = Dispatcher(relay, Channels(relay))
     dispatcher.deliver_due(1, message_id=message_id)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from relay.store import pacing
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 MICRO = 1_000_000
 
@@ -27,7 +27,7 @@ MICRO = 1_000_000
 class StoreSlots:
     """The ``book`` of a :class:`SegmentPacer`, kept in the store."""
 
-    def __init__(self, relay: Relay, channel: str) -> None:
+    def __init__(self, relay: Runtime, channel: str) -> None:
         self.relay = relay
         self.channel = channel
 
@@ -39,14 +39,14 @@ class StoreSlots:
         return start / MICRO
 
 
-def share_pacing(relay: Relay, name: str, channel: Any) -> None:
+def share_pacing(relay: Runtime, name: str, channel: Any) -> None:
     """Give ``channel`` store-kept send slots when it paces its sends (``pace_with``)."""
     pace = getattr(channel, "pace_with", None)
     if callable(pace):
         pace(StoreSlots(relay, name), lambda: relay.now().timestamp(), sleeper(relay))
 
 
-def sleeper(relay: Relay) -> Callable[[float], None]:
+def sleeper(relay: Runtime) -> Callable[[float], None]:
     """The relay clock's ``sleep`` when it has one (a test's clock moves itself on
     instead of waiting), else :func:`time.sleep`."""
     sleep = getattr(relay.clock, "sleep", None)

@@ -31,7 +31,7 @@ from relay.store import claims, queries
 from relay.store.models import Contact, Instance, Message, Todo, table_of
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
 
@@ -63,7 +63,7 @@ class TurnOutcome:
 class TurnCommitter:
     """Commits the turns one worker (``owner``) claimed."""
 
-    relay: Relay
+    relay: Runtime
     owner: str
 
     def ours(self, instance: Instance, version: int) -> bool:

@@ -18,7 +18,7 @@ from relay.store import queries
 from relay.store.models import Contact, Instance, Message
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 
 REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
@@ -41,7 +41,7 @@ _CONTEXT_INSTANCE = (
 
 
 def read_contexts(
-    relay: Relay, owner: str, claimed: list[tuple[str, int]]
+    relay: Runtime, owner: str, claimed: list[tuple[str, int]]
 ) -> dict[str, tuple[TurnContext, str, int]]:
     """Each claimed turn's context, agent name and attempt count, read in one
     transaction. A turn whose claim is no longer ours is left out: the instance

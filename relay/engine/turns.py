@@ -33,7 +33,7 @@ from relay.engine.turn_context import read_contexts
 from relay.store import claims
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
 
@@ -52,7 +52,7 @@ BATCH_SECONDS = 0.2
 class TurnRunner:
     """Runs turns for one worker (a CLI command or a daemon) identified by ``owner``."""
 
-    relay: Relay
+    relay: Runtime
     owner: str
     _agents: dict[str, Agent] = field(default_factory=dict)
     # How many turns go in the next batch: learnt from how fast the agents were,
@@ -248,7 +248,7 @@ class TurnRunner:
             return self.committer.intervene(session, instance, reason, why)
 
 
-def start_now(relay: Relay, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
+def start_now(relay: Runtime, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
     """Run one instance's due turn now and deliver what it wrote (``relay start``)."""
     from relay.engine.backends import Channels
     from relay.engine.outbox import Dispatcher

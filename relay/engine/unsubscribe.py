@@ -26,7 +26,7 @@ from relay.core.errors import InvalidInput
 from relay.store.models import Contact, Instance, StateEntry
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 SCOPE = "system"
 KEY_NAME = "unsubscribe_key"
@@ -84,7 +84,7 @@ def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
     return UnsubscribeTokens(bytes.fromhex(str(entry.value)))
 
 
-def resolve(relay: Relay, token: str) -> tuple[str, str]:
+def resolve(relay: Runtime, token: str) -> tuple[str, str]:
     """(contact address, channel name) for a token; InvalidInput when it is not
     one of ours. The channel is the conversation's, so the opt-out is recorded
     where the message that carried the link went."""

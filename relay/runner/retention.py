@@ -23,10 +23,10 @@ from relay.store.database import affected
 from relay.store.models import Daemon, Instance, Message
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.runtime import Runtime
 
 
-def prune(relay: Relay) -> dict[str, int]:
+def prune(relay: Runtime) -> dict[str, int]:
     now = relay.now()
     outbox_days = relay.config.settings.retention.outbox_days
     transcript_days = relay.config.settings.retention.transcript_days

@@ -4,11 +4,14 @@ and it ends the silence the follow-ups were counting."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from relay.core.turns import Action, TurnReason
 from relay.engine import heartbeat
+from relay.engine.backends import Channels
+from relay.engine.outbox import Dispatcher
 from relay.engine.turns import TurnRunner
 from relay.runner.pulse import Pulse
 from relay.testing import PHONE, Harness, ScriptAgent
@@ -108,3 +111,36 @@ def test_a_pulse_told_to_stop_gives_back_the_follow_ups_it_fired(
     engine.tick("other")
     assert script_agent.contexts[-1].reason is TurnReason.FOLLOW_UP
     assert engine.state(iid) == "WAITING_FOR_REPLY"
+
+
+@dataclass
+class _BareRuntime:
+    """Only what :class:`relay.engine.runtime.Runtime` asks for: no command verbs."""
+
+    store: Any
+    config: Any
+    clock: Any
+
+    def now(self) -> Any:
+        return self.clock.now()
+
+
+def test_the_follow_up_machinery_runs_on_a_bare_runtime(
+    make_engine: Any, script_agent: ScriptAgent
+) -> None:
+    """Firing, the turn and the delivery need the store, the settings and the clock,
+    not a whole Relay."""
+    engine = make_engine(**{"agent.backend": "script"})
+    script_agent.then([A.send_message("Hello")], [A.send_message("Still there?")])
+    iid = engine.start(heartbeat="1h")
+    engine.tick()
+    engine.clock.advance(timedelta(hours=1))
+    bare = _BareRuntime(engine.relay.store, engine.relay.config, engine.clock)
+
+    beats = heartbeat.fire_due(bare, 10, heartbeat.Lease("bare", timedelta(minutes=5)))
+    outcomes = TurnRunner(bare, "bare").run_due(10, leased=beats.claimed)
+    delivered = Dispatcher(bare, Channels(bare), "bare").deliver_due(10)
+
+    assert [o.reason for o in outcomes] == ["follow_up"]
+    assert delivered.sent == 1
+    assert engine.transcript(iid)[-1][2] == "Still there?"
