@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from relay.cli import render
 from relay.core.durations import format_duration
+from relay.core.forecasts import describe
 
 if TYPE_CHECKING:
     from relay.api import InstanceView, MessageView, StatusView, TransitionView
@@ -61,7 +62,7 @@ def print_instance(view: InstanceView, now: datetime) -> None:
         ),
         ("heartbeat left", format_duration_s(left) if left is not None else None),
         ("paused until", render.when(view.paused_until) if view.paused_until else None),
-        ("next message", view.next_message),
+        ("next message", describe(view.forecast) if view.forecast else None),
         ("channel", view.channel),
         ("agent", view.agent),
         ("window", view.window),

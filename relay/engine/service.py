@@ -148,7 +148,7 @@ class Relay(Starting, ContactVerbs, Lookups):
             instance,
             person,
             todos,
-            next_message=upcoming,
+            forecast=upcoming,
             late_replies=late,
             in_flight=queries.in_flight(session, instance.id),
             reason=why(instance, queries.latest_reasons(session, [instance.id]).get(instance.id)),

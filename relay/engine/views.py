@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from relay.core.clock import isoformat
+from relay.core.forecasts import Forecast, describe
 from relay.store.models import Contact, Instance, Message, Todo, Transition
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ class InstanceView:
     created_at: datetime
     updated_at: datetime
     ended_at: datetime | None
-    next_message: str | None = None
+    #: What comes next (None once ended); ``next_message`` words it.
+    forecast: Forecast | None = None
     subject: str | None = None
     #: Replies that arrived after the conversation ended (kept, never answered).
     late_replies: int = 0
@@ -108,6 +110,11 @@ class InstanceView:
     def missing_answers(self) -> tuple[int, ...]:
         """Required todos that have no answer (yet)."""
         return tuple(t.id for t in self.todos if t.required and not t.answered)
+
+    @property
+    def next_message(self) -> str | None:
+        """What comes next, in words (:func:`relay.core.forecasts.describe`)."""
+        return describe(self.forecast) if self.forecast else None
 
     @property
     def result_incomplete(self) -> bool:
@@ -165,6 +172,7 @@ class InstanceView:
             "failure_reason": self.failure_reason,
             "end_reason": self.end_reason,
             "next_message": self.next_message,
+            "next": self.forecast.to_json() if self.forecast else None,
             "subject": self.subject,
             "late_replies": self.late_replies,
             "in_flight": self.in_flight,
