@@ -50,6 +50,7 @@ class _Loaded:
     messages: list[dict[str, Any]] = field(default_factory=list)
     log_rows: list[dict[str, Any]] = field(default_factory=list)
 
+
 @dataclass(frozen=True)
 class TurnOutcome:
     instance_id: str
@@ -58,6 +59,7 @@ class TurnOutcome:
     messages: tuple[str, ...] = ()
     discarded: bool = False
     note: str | None = None
+
 
 @dataclass
 class TurnCommitter:
@@ -284,6 +286,7 @@ class TurnCommitter:
             note="the instance changed during the turn (paused, cancelled or re-claimed); "
             "nothing was applied",
         )
+
 
 def _advance(
     session: Session,

@@ -48,6 +48,7 @@ TURN_BATCH = 100
 #: of its own just when the machine can least afford it.
 BATCH_SECONDS = 0.2
 
+
 @dataclass
 class TurnRunner:
     """Runs turns for one worker (a CLI command or a daemon) identified by ``owner``."""
