@@ -9,7 +9,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.engine import audit, chat_links, contacts, inbound
@@ -17,9 +16,9 @@ from relay.engine.addresses import Address
 from relay.engine.chat_links import ChatLink
 from relay.engine.new_conversation import check_timezone
 from relay.engine.views import ContactView, MessageView
-from relay.store import queries
+from relay.store import contact_rows, queries
 from relay.store.database import Store
-from relay.store.models import Contact, Message
+from relay.store.models import Contact
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -58,11 +57,7 @@ class ContactVerbs:
     def _contact_view(self, session: Session, person: Contact) -> ContactView:
         holder = queries.slot_holder(session, person.id)
         waiting = queries.queued_instances(session, person.id)
-        unrouted = session.scalars(
-            select(Message)
-            .where(Message.contact_id == person.id, Message.instance_id.is_(None))
-            .order_by(Message.id)
-        ).all()
+        unrouted = contact_rows.unrouted_of(session, person.id)
         return ContactView(
             address=person.address,
             kind=person.kind,

@@ -14,10 +14,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.store import events as store_events
+from relay.store import outbox as outbox_rows
 from relay.store.models import Message
 
 
@@ -62,9 +62,7 @@ def record_outbound(session: Session, rows: Iterable[dict[str, Any]], now: datet
     keys = {row["idempotency_key"]: row for row in rows}
     if not keys:
         return
-    found = session.execute(
-        select(Message.id, Message.idempotency_key).where(Message.idempotency_key.in_(list(keys)))
-    )
+    found = outbox_rows.ids_by_key(session, keys)
     for message_id, key in sorted(found):
         row = keys[key]
         record(session, Kind.QUEUED, row["instance_id"], _queued(message_id, row), now)

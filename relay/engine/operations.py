@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput, NotFound, Refused
@@ -14,8 +13,8 @@ from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.engine.report_views import ContactRow, InboxItem
 from relay.engine.views import MessageView
-from relay.store import reads
-from relay.store.models import Contact, Instance, Message
+from relay.store import instance_rows, reads
+from relay.store.models import Contact, Message
 
 INBOX_KINDS = ("unrouted", "late", "rejected")
 
@@ -89,7 +88,7 @@ def retry(session: Session, message_id: int, now: datetime) -> MessageView:
             f"message {message_id} is {message.status}; only a failed delivery can be retried"
         )
     instance = (
-        session.scalar(select(Instance).where(Instance.id == message.instance_id))
+        instance_rows.instance_by_id(session, message.instance_id)
         if message.instance_id
         else None
     )

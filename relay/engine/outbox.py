@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from relay.channels.base import (
@@ -33,6 +32,7 @@ from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
 from relay.store import claims, funnel, queries
+from relay.store import outbox as outbox_rows
 from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
@@ -277,20 +277,8 @@ class Dispatcher:
         if not sent:
             return
         with self.relay.store.transaction() as session:
-            session.execute(
-                update(Message),
-                [
-                    {
-                        "id": done.outbound.message_id,
-                        "status": MessageStatus.SENT.value,
-                        "provider_message_id": done.provider_id,
-                        "sent_at": done.at,
-                        "next_attempt_at": None,
-                        "last_error": None,
-                        "lease_owner": None,
-                    }
-                    for done in sent
-                ],
+            outbox_rows.record_sent(
+                session, [(done.outbound.message_id, done.provider_id, done.at) for done in sent]
             )
             self._move_heartbeats(session, sent)
             funnel.record_first_deliveries(session, self._first_deliveries(sent))

@@ -6,10 +6,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Author, Direction, MessageStatus
+from relay.store import outbox as outbox_rows
 from relay.store.models import Instance, Message
 
 
@@ -58,10 +58,6 @@ def outbound_row(
 
 def cancel_outbox(session: Session, instance_id: str) -> None:
     """A cancelled conversation sends nothing more, not even what was queued."""
-    for message in session.scalars(
-        select(Message).where(
-            Message.instance_id == instance_id, Message.status == MessageStatus.QUEUED.value
-        )
-    ):
+    for message in outbox_rows.queued_of(session, instance_id):
         message.status = MessageStatus.CANCELLED.value
         message.next_attempt_at = None

@@ -14,9 +14,9 @@ from relay.core.errors import InvalidInput
 from relay.engine.answers import schema_errors
 from relay.engine.report_views import EventView, ResultTodo, ResultView
 from relay.engine.views import MessageView, TodoView
+from relay.store import contact_rows, queries
 from relay.store import events as store_events
-from relay.store import queries
-from relay.store.models import Contact, Instance
+from relay.store.models import Instance
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -74,7 +74,7 @@ def build_results(session: Session, instances: Sequence[Instance]) -> list[Resul
     message_ids = [t.answer_message_id for ts in todos.values() for t in ts if t.answer_message_id]
     messages = queries.messages_by_id(session, message_ids)
     contacts = {i.contact_id for i in instances}
-    addresses = {c.id: c.address for c in session.query(Contact).filter(Contact.id.in_(contacts))}
+    addresses = contact_rows.addresses_by_id(session, contacts)
     results = []
     for instance in instances:
         address = addresses.get(instance.contact_id, "")

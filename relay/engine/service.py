@@ -11,7 +11,6 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Incoming
@@ -32,7 +31,7 @@ from relay.engine.report_views import why
 from relay.engine.starting import Starting
 from relay.engine.transitions import previous_of
 from relay.engine.views import InstanceView, MessageView, TransitionView
-from relay.store import arrivals, queries
+from relay.store import arrivals, instance_rows, queries
 from relay.store.database import Store, open_store
 from relay.store.models import Contact, Instance
 
@@ -95,16 +94,12 @@ class Relay(Starting, ContactVerbs, Lookups):
         """Instances newest first, optionally filtered by state, contact and campaign."""
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
-        query = select(Instance, Contact).join(Contact, Contact.id == Instance.contact_id)
-        if state:
-            query = query.where(Instance.state == parse_state(state).value)
-        if contact:
-            query = query.where(Contact.address == self.normalise(contact))
-        if campaign:
-            query = query.where(Instance.campaign == campaign)
-        query = query.order_by(Instance.seq.desc()).limit(limit)
+        state_value = parse_state(state).value if state else None
+        address = self.normalise(contact) if contact else None
         with self.store.read_transaction() as session:
-            rows = session.execute(query).all()
+            rows = instance_rows.newest_instances(
+                session, state=state_value, address=address, campaign=campaign, limit=limit
+            )
             ids = [inst.id for inst, _ in rows]
             todos = queries.todos_for(session, ids) if rows else {}
             reasons = queries.latest_reasons(session, ids)

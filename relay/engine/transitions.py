@@ -13,14 +13,13 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from relay.core.outcomes import outcome_of
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
 from relay.engine import events
-from relay.store import claims, funnel, queries
-from relay.store.models import Instance, Transition, table_of
+from relay.store import claims, funnel, queries, transition_log
+from relay.store.models import Instance, Transition
 
 SYSTEM = "relay"
 
@@ -201,7 +200,7 @@ def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert the transition-log rows collected by ``apply_event(..., log_rows=...)``,
     in the caller's transaction (so each still commits with its state change)."""
     if rows:
-        session.execute(insert(table_of(Transition)), rows)
+        transition_log.insert_transitions(session, rows)
         rows.clear()
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
@@ -27,8 +26,9 @@ from relay.core.values import Author, MessageStatus
 from relay.engine import answers, events, scoped_state, transitions
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.outgoing import outbound_row
-from relay.store import claims, queries
-from relay.store.models import Contact, Instance, Message, Todo, table_of
+from relay.store import claims, instance_rows, queries
+from relay.store import outbox as outbox_rows
+from relay.store.models import Contact, Instance, Message, Todo
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -101,7 +101,7 @@ class TurnCommitter:
                     for item in items
                 ]
                 if loaded.messages:
-                    session.execute(insert(table_of(Message)), loaded.messages)
+                    outbox_rows.insert_outbox(session, loaded.messages)
                     events.record_outbound(session, loaded.messages, self.relay.now())
                 transitions.write_log(session, loaded.log_rows)
                 return outcomes
@@ -272,12 +272,11 @@ class TurnCommitter:
             instance_id,
             extra={"instance_id": instance_id},
         )
-        query = select(Instance.state).where(Instance.id == instance_id)
         if session is not None:
-            state = session.scalar(query)
+            state = instance_rows.state_of(session, instance_id)
         else:
             with self.relay.store.transaction() as own:
-                state = own.scalar(query)
+                state = instance_rows.state_of(own, instance_id)
         return TurnOutcome(
             instance_id,
             reason.value,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.core.turns import (
@@ -14,30 +14,14 @@ from relay.core.turns import (
     TurnReason,
 )
 from relay.engine import answers, scoped_state
-from relay.store import queries
-from relay.store.models import Contact, Instance, Message
+from relay.store import queries, turn_rows
+from relay.store.models import Message
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
 
 
 REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
-
-#: The instance columns a turn's context is built from.
-_CONTEXT_INSTANCE = (
-    Instance.id,
-    Instance.state,
-    Instance.version,
-    Instance.lease_owner,
-    Instance.contact_id,
-    Instance.objective,
-    Instance.agent,
-    Instance.turn_attempts,
-    Instance.follow_up_count,
-    Instance.max_followups,
-    Instance.result_schema,
-    Instance.campaign,
-)
 
 
 def read_contexts(
@@ -54,11 +38,7 @@ def read_contexts(
         # for a batch's instances, todos and transcripts cost more than the SQL.
         instances = [
             row
-            for row in session.execute(
-                select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
-                .join(Contact, Contact.id == Instance.contact_id)
-                .where(Instance.id.in_(list(versions)))
-            )
+            for row in turn_rows.context_rows(session, versions)
             if row.state in REASONS and row.version == versions[row.id] and row.lease_owner == owner
         ]
         ids = [row.id for row in instances]

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
-from relay.store.models import Contact, Instance, StateEntry
+from relay.store import instance_rows, signing_keys
+from relay.store.models import Contact, StateEntry
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -62,8 +62,7 @@ class UnsubscribeTokens:
 
 def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
     """The store's token key, created on first use (a concurrent creator wins)."""
-    where = (StateEntry.scope == SCOPE, StateEntry.scope_id == "", StateEntry.key == KEY_NAME)
-    entry = session.scalar(select(StateEntry).where(*where))
+    entry = signing_keys.key_entry(session, SCOPE, KEY_NAME)
     if entry is None:
         try:
             with session.begin_nested():
@@ -79,7 +78,7 @@ def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
                 session.flush()
         except IntegrityError:
             pass
-        entry = session.scalar(select(StateEntry).where(*where))
+        entry = signing_keys.key_entry(session, SCOPE, KEY_NAME)
         assert entry is not None
     return UnsubscribeTokens(bytes.fromhex(str(entry.value)))
 
@@ -94,7 +93,7 @@ def resolve(relay: Runtime, token: str) -> tuple[str, str]:
         if person is None:
             raise InvalidInput("unknown or invalid unsubscribe token")
         instance = (
-            session.scalar(select(Instance).where(Instance.id == instance_id))
+            instance_rows.instance_by_id(session, instance_id)
             if instance_id
             else None
         )

@@ -43,14 +43,13 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from relay.engine import doctor
 from relay.runner import retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
-from relay.store import claims
+from relay.store import claims, daemons
 from relay.store.models import Daemon
 
 if TYPE_CHECKING:
@@ -118,7 +117,7 @@ class DaemonRunner:
         alone = self.relay.store.engine.dialect.name == "sqlite"
         host = socket.gethostname()
         with self.relay.store.transaction() as session:
-            rows = session.execute(select(Daemon.id, Daemon.host, Daemon.pid, Daemon.stopped_at))
+            rows = daemons.daemon_processes(session)
             dead = [
                 ident
                 for ident, on, pid, stopped in rows
@@ -136,11 +135,7 @@ class DaemonRunner:
     def unregister(self) -> None:
         try:
             with self.relay.store.transaction() as session:
-                session.execute(
-                    update(Daemon)
-                    .where(Daemon.id == self.ident)
-                    .values(stopped_at=self.relay.now())
-                )
+                daemons.record_stop(session, self.ident, self.relay.now())
         except SQLAlchemyError as exc:
             log.error("could not record the daemon's stop: %s", exc)
         log.info("daemon %s stopped", self.ident)
@@ -304,9 +299,7 @@ class DaemonRunner:
 
     def _heartbeat_self(self) -> None:
         with self.relay.store.transaction() as session:
-            session.execute(
-                update(Daemon).where(Daemon.id == self.ident).values(last_pulse_at=self.relay.now())
-            )
+            daemons.record_pulse(session, self.ident, self.relay.now())
 
     def _bring_forward(self) -> None:
         """Run the next pulse at the earliest due time if that is before its schedule.

@@ -16,11 +16,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select, update
-
-from relay.core.values import MessageStatus
-from relay.store.database import affected
-from relay.store.models import Daemon, Instance, Message
+from relay.store import daemons
+from relay.store import retention as pruning
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -34,27 +31,10 @@ def prune(relay: Runtime) -> dict[str, int]:
     with relay.store.transaction() as session:
         if outbox_days > 0:
             cutoff = now - timedelta(days=outbox_days)
-            done = session.execute(
-                update(Message)
-                .where(
-                    Message.status == MessageStatus.SENT.value,
-                    Message.sent_at < cutoff,
-                    Message.idempotency_key.is_not(None),
-                )
-                .values(idempotency_key=None, last_error=None, next_attempt_at=None)
-            )
-            result["outbox_pruned"] = affected(done)
-            gone = session.execute(delete(Daemon).where(Daemon.last_pulse_at < cutoff))
-            result["daemons_pruned"] = affected(gone)
+            result["outbox_pruned"] = pruning.forget_delivery_bookkeeping(session, cutoff)
+            result["daemons_pruned"] = daemons.delete_silent(session, cutoff)
         if transcript_days > 0:
             cutoff = now - timedelta(days=transcript_days)
-            ended = select(Instance.id).where(Instance.ended_at < cutoff)
-            # A reply that came after the end and nobody has looked at yet stays.
-            done = session.execute(
-                delete(Message).where(
-                    Message.instance_id.in_(ended),
-                    Message.status != MessageStatus.RECEIVED.value,
-                )
-            )
-            result["transcript_messages_deleted"] = affected(done)
+            deleted = pruning.delete_ended_transcripts(session, cutoff)
+            result["transcript_messages_deleted"] = deleted
     return result

@@ -1,0 +1,29 @@
+"""The daemons table: which daemons run where, when each last pulsed, when it stopped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Result, delete, select, update
+from sqlalchemy.orm import Session
+
+from relay.store.database import affected
+from relay.store.models import Daemon
+
+
+def daemon_processes(session: Session) -> Result[str, str, int, datetime | None]:
+    """(id, host, pid, stopped_at) of every registered daemon: who may be dead."""
+    return session.execute(select(Daemon.id, Daemon.host, Daemon.pid, Daemon.stopped_at))
+
+
+def record_stop(session: Session, ident: str, now: datetime) -> None:
+    session.execute(update(Daemon).where(Daemon.id == ident).values(stopped_at=now))
+
+
+def record_pulse(session: Session, ident: str, now: datetime) -> None:
+    session.execute(update(Daemon).where(Daemon.id == ident).values(last_pulse_at=now))
+
+
+def delete_silent(session: Session, cutoff: datetime) -> int:
+    """Forget daemons that have not pulsed since ``cutoff`` (so ``relay status`` stays short)."""
+    return affected(session.execute(delete(Daemon).where(Daemon.last_pulse_at < cutoff)))
