@@ -10,17 +10,16 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.clock import isoformat
 from relay.core.durations import format_duration
 from relay.core.states import State
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import MessageStatus
 from relay.engine import policy
-from relay.store import queries
-from relay.store.models import Instance, Message, Transition
+from relay.store import queries, reads
+from relay.store.models import Instance, Message
 
 RUNNER = "the daemon or `relay tick` runs it"
 
@@ -30,7 +29,7 @@ def next_message(session: Session, instance: Instance, config: Config, now: date
     state = State(instance.state)
     if state.terminal:
         return None
-    pending = _pending_outbound(session, instance.id)
+    pending = reads.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
     if state is State.WAITING_FOR_REPLY:
@@ -60,31 +59,9 @@ def _held(session: Session, instance: Instance, state: State) -> str:
         return f"waits until the contact's live conversation{behind} ends"
     if state is State.PAUSED:
         return _paused(instance)
-    why = _last_reason(session, instance.id)
+    # Why it went to a person (a WhatsApp template missing, a refusal).
+    why = queries.latest_reasons(session, [instance.id]).get(instance.id)
     return "waits for a person: `relay send` or `relay resume`" + (f" ({why})" if why else "")
-
-
-def _last_reason(session: Session, instance_id: str) -> str | None:
-    """Why the conversation went to a person (a WhatsApp template missing, a refusal)."""
-    return session.scalar(
-        select(Transition.reason)
-        .where(Transition.instance_id == instance_id)
-        .order_by(Transition.id.desc())
-        .limit(1)
-    )
-
-
-def _pending_outbound(session: Session, instance_id: str) -> Message | None:
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.instance_id == instance_id,
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
-        )
-        .order_by(Message.next_attempt_at, Message.id)
-        .limit(1)
-    )
 
 
 def _delivery(message: Message, now: datetime) -> str:
