@@ -13,15 +13,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from relay.core.states import Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.addresses import kind_of
-from relay.store import reads
+from relay.store import bulk_inserts, reads
 from relay.store.ids import new_instance_id
-from relay.store.models import Contact, Instance, Todo, Transition
+from relay.store.models import Contact
 
 if TYPE_CHECKING:
     from relay.engine.new_conversation import NewConversation
@@ -53,10 +52,9 @@ def create_many(
         busy.add(person.id)
         results.append(_rows(relay, spec, person.id, queued, now, actor, rows))
     if rows["instances"]:
-        session.execute(insert(Instance), rows["instances"])
-        if rows["todos"]:
-            session.execute(insert(Todo), rows["todos"])
-        session.execute(insert(Transition), rows["transitions"])
+        bulk_inserts.insert_conversations(
+            session, rows["instances"], rows["todos"], rows["transitions"]
+        )
     return results
 
 
@@ -66,8 +64,8 @@ def _contacts(
     found = reads.contacts_by_address(session, addresses)
     missing = sorted(set(addresses) - set(found))
     if missing:
-        session.execute(
-            insert(Contact),
+        bulk_inserts.insert_contacts(
+            session,
             [
                 {"address": a, "kind": kind_of(a), "created_at": now, "updated_at": now}
                 for a in missing

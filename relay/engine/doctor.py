@@ -12,14 +12,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State, holds_slot
-from relay.core.values import Direction, MessageStatus
 from relay.engine import transitions
-from relay.store import arrivals, queries
-from relay.store.models import Contact, Instance, Message, Transition
+from relay.store import arrivals, health, queries
+from relay.store.models import Instance
 
 log = logging.getLogger("relay.doctor")
 
@@ -38,7 +36,7 @@ class Finding:
 
 def examine(relay: Relay) -> list[Finding]:
     with relay.store.transaction() as session:
-        instances = list(session.scalars(select(Instance).order_by(Instance.seq)))
+        instances = health.all_instances(session)
         findings = _instance_findings(session, instances)
         findings += _slot_findings(instances)
         findings += _outbox_findings(session)
@@ -107,13 +105,7 @@ def _backend_findings(relay: Relay) -> list[Finding]:
 
 
 def _instance_findings(session: Session, instances: list[Instance]) -> list[Finding]:
-    last_rows = dict(
-        session.execute(
-            select(Transition.instance_id, Transition.to_state).where(
-                Transition.id.in_(select(func.max(Transition.id)).group_by(Transition.instance_id))
-            )
-        ).all()
-    )
+    last_rows = health.logged_states(session)
     findings = []
     for inst in instances:
         state = State(inst.state)
@@ -151,15 +143,7 @@ def _slot_findings(instances: list[Instance]) -> list[Finding]:
 
 
 def _outbox_findings(session: Session) -> list[Finding]:
-    rows = session.execute(
-        select(Message.id, Contact.address)
-        .join(Contact, Contact.id == Message.contact_id)
-        .where(
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status == MessageStatus.QUEUED.value,
-            Contact.opted_out_at.is_not(None),
-        )
-    ).all()
+    rows = health.queued_for_opted_out(session)
     return [
         Finding(f"message {mid}", f"queued for {address}, who opted out") for mid, address in rows
     ]

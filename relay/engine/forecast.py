@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.forecasts import Delivery, Forecast, Next
 from relay.core.states import State
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import MessageStatus
 from relay.engine import policy
-from relay.store import queries
-from relay.store.models import Instance, Message, Transition
+from relay.store import queries, reads
+from relay.store.models import Instance, Message
 
 
 def next_message(
@@ -30,7 +29,7 @@ def next_message(
     state = State(instance.state)
     if state.terminal:
         return None
-    pending = _pending_outbound(session, instance.id)
+    pending = reads.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
     if state is State.WAITING_FOR_REPLY:
@@ -63,30 +62,9 @@ def _held(session: Session, instance: Instance, state: State) -> Forecast:
             until=instance.paused_until,
             remaining_seconds=instance.heartbeat_remaining_seconds,
         )
-    return Forecast(Next.PERSON, detail=_last_reason(session, instance.id))
-
-
-def _last_reason(session: Session, instance_id: str) -> str | None:
-    """Why the conversation went to a person (a WhatsApp template missing, a refusal)."""
-    return session.scalar(
-        select(Transition.reason)
-        .where(Transition.instance_id == instance_id)
-        .order_by(Transition.id.desc())
-        .limit(1)
-    )
-
-
-def _pending_outbound(session: Session, instance_id: str) -> Message | None:
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.instance_id == instance_id,
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
-        )
-        .order_by(Message.next_attempt_at, Message.id)
-        .limit(1)
-    )
+    # Why it went to a person (a WhatsApp template missing, a refusal).
+    why = queries.latest_reasons(session, [instance.id]).get(instance.id)
+    return Forecast(Next.PERSON, detail=why)
 
 
 def _delivery(message: Message, now: datetime) -> Forecast:

@@ -15,16 +15,15 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import RelayError
 from relay.core.states import State
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import MessageStatus
 from relay.core.windows import next_open, parse_window, zone
-from relay.store import aliases
-from relay.store.models import Contact, Instance, Message
+from relay.store import aliases, delivery_facts
+from relay.store.models import Message
 
 
 class Verdict(Enum):
@@ -75,35 +74,10 @@ class Facts:
         instances: dict[str, Any] = {}
         last_inbound: dict[str, int] = {}
         if contact_ids:
-            query = select(
-                Contact.id,
-                Contact.address,
-                Contact.opted_out_at,
-                Contact.undeliverable_reason,
-                Contact.timezone,
-                Contact.last_inbound_at,
-            ).where(Contact.id.in_(contact_ids))
-            contacts = {row.id: row for row in session.execute(query)}
+            contacts = delivery_facts.contact_facts(session, contact_ids)
         if instance_ids:
-            by_id = select(
-                Instance.id,
-                Instance.state,
-                Instance.previous_state,
-                Instance.subject,
-                Instance.window,
-                Instance.template,
-                Instance.first_delivered_at,
-            ).where(Instance.id.in_(instance_ids))
-            instances = {row.id: row for row in session.execute(by_id)}
-            inbound = (
-                select(Message.instance_id, func.max(Message.id))
-                .where(
-                    Message.instance_id.in_(instance_ids),
-                    Message.direction == Direction.INBOUND.value,
-                )
-                .group_by(Message.instance_id)
-            )
-            last_inbound = {str(i): int(n) for i, n in session.execute(inbound)}
+            instances = delivery_facts.instance_facts(session, instance_ids)
+            last_inbound = delivery_facts.last_inbound_ids(session, instance_ids)
         pairs = {(m.channel or "console", m.contact_id) for m in rows}
         return cls(contacts, instances, last_inbound, aliases.addresses_for(session, pairs))
 

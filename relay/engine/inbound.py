@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Inbound, Incoming, Receipt
@@ -27,7 +26,7 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
-from relay.store import arrivals, claims, funnel, queries
+from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -338,13 +337,7 @@ def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) ->
 
 def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why: str) -> None:
     """Nothing queued for the contact will go: mark it ``status`` with the reason."""
-    for message in session.scalars(
-        select(Message).where(
-            Message.contact_id == contact_id,
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status == MessageStatus.QUEUED.value,
-        )
-    ):
+    for message in contact_work.queued_outbound_to(session, contact_id):
         message.status = status.value
         message.last_error = why
         message.next_attempt_at = None
@@ -359,15 +352,7 @@ def opt_in(person: Contact, now: datetime) -> None:
 def _unfinished(session: Session, contact_id: int) -> list[Instance]:
     """The contact's non-terminal instances, queued ones first, so that ending
     the live one afterwards promotes nobody into the slot it frees."""
-    rows = session.scalars(
-        select(Instance)
-        .where(
-            Instance.contact_id == contact_id,
-            Instance.state.not_in([s.value for s in State if s.terminal]),
-        )
-        .order_by(Instance.seq)
-        .with_for_update()
-    ).all()
+    rows = contact_work.lock_unfinished(session, contact_id)
     queued = [r for r in rows if _waits_in_queue(r)]
     live = [r for r in rows if not _waits_in_queue(r)]
     return queued + live

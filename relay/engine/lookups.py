@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import State
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import MessageStatus
 from relay.engine import operations
 from relay.engine.report_views import (
     ContactRow,
@@ -28,7 +27,8 @@ from relay.engine.report_views import (
     WatchRow,
 )
 from relay.engine.views import DaemonView, StatusView
-from relay.store import arrivals, claims, queries
+from relay.store import arrivals, claims, queries, status_counts
+from relay.store import daemons as daemons_table
 from relay.store.database import Store
 from relay.store.models import Daemon, Instance, Message
 
@@ -185,19 +185,10 @@ class Lookups:
 
     def status(self) -> StatusView:
         with self.store.read_transaction() as session:
-            states = queries.count_by(session, Instance.state)
+            states = status_counts.instances_by_state(session)
             # Only the statuses shown (an index range, not every message ever sent).
-            outbound = queries.count_by(
-                session,
-                Message.status,
-                Message.direction == Direction.OUTBOUND.value,
-                Message.status.in_(STATUS_COUNTED),
-            )
-            unrouted = session.scalar(
-                select(func.count())
-                .select_from(Message)
-                .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
-            )
+            outbound = status_counts.outbound_by_status(session, STATUS_COUNTED)
+            unrouted = status_counts.unrouted_count(session)
             late, rejected = arrivals.inbound_trouble(session)
             now = self.now()
             daemons, last_seen = _daemons(session, now)
@@ -213,7 +204,7 @@ class Lookups:
             queue_depth=states.get(State.QUEUED.value, 0),
             outbox_pending=pending,
             outbox_failed=outbound.get("failed", 0),
-            unrouted_inbound=int(unrouted or 0),
+            unrouted_inbound=unrouted,
             late_inbound=late,
             rejected_inbound=rejected,
             work_due=due,
@@ -228,12 +219,8 @@ class Lookups:
 def _daemons(session: Session, now: datetime) -> tuple[Sequence[Daemon], datetime | None]:
     """The live daemons, and when any daemon last pulsed. Live: pulsed recently and
     not stopped (a killed daemon never records its stop)."""
-    daemons = session.scalars(
-        select(Daemon)
-        .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= now - DAEMON_SILENCE)
-        .order_by(Daemon.started_at)
-    ).all()
-    return daemons, session.scalar(select(func.max(Daemon.last_pulse_at)))
+    daemons = daemons_table.live_daemons(session, now - DAEMON_SILENCE)
+    return daemons, daemons_table.last_pulse(session)
 
 
 def _unattended(overdue: int, last_seen: datetime | None, now: datetime) -> list[str]:

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, or_, select
+from sqlalchemy import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.values import Scope, split_scoped_key
+from relay.store import state_entries
 from relay.store.models import Instance, StateEntry
 
 
@@ -30,15 +31,7 @@ def load(session: Session, instances: Sequence[Instance | Row[Any]]) -> dict[str
     contact's, overridden by the instance's own."""
     contacts = {scope_id_of(i, Scope.CONTACT) for i in instances}
     owns = {scope_id_of(i, Scope.INSTANCE) for i in instances}
-    entries = session.scalars(
-        select(StateEntry).where(
-            or_(
-                StateEntry.scope == Scope.APP.value,
-                (StateEntry.scope == Scope.CONTACT.value) & StateEntry.scope_id.in_(contacts),
-                (StateEntry.scope == Scope.INSTANCE.value) & StateEntry.scope_id.in_(owns),
-            )
-        )
-    ).all()
+    entries = state_entries.entries_for(session, contacts, owns)
     scoped: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in entries:
         scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
@@ -57,12 +50,7 @@ def store(session: Session, instance: Instance, key: str, value: Any, now: datet
     if scope is Scope.TEMP:
         return
     scope_id = scope_id_of(instance, scope)
-    where = (
-        StateEntry.scope == scope.value,
-        StateEntry.scope_id == scope_id,
-        StateEntry.key == name,
-    )
-    entry = session.scalar(select(StateEntry).where(*where))
+    entry = state_entries.entry(session, scope.value, scope_id, name)
     if entry is None:
         try:
             with session.begin_nested():
@@ -75,7 +63,7 @@ def store(session: Session, instance: Instance, key: str, value: Any, now: datet
             return
         except IntegrityError:
             # Another turn wrote the same shared key first; ours is newer.
-            entry = session.scalar(select(StateEntry).where(*where))
+            entry = state_entries.entry(session, scope.value, scope_id, name)
             assert entry is not None
     entry.value = value
     entry.updated_at = now

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
-from relay.store import instance_rows, signing_keys
+from relay.store import instance_rows, state_entries
 from relay.store.models import Contact, StateEntry
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class UnsubscribeTokens:
 
 def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
     """The store's token key, created on first use (a concurrent creator wins)."""
-    entry = signing_keys.key_entry(session, SCOPE, KEY_NAME)
+    entry = state_entries.entry(session, SCOPE, "", KEY_NAME)
     if entry is None:
         try:
             with session.begin_nested():
@@ -78,7 +78,7 @@ def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
                 session.flush()
         except IntegrityError:
             pass
-        entry = signing_keys.key_entry(session, SCOPE, KEY_NAME)
+        entry = state_entries.entry(session, SCOPE, "", KEY_NAME)
         assert entry is not None
     return UnsubscribeTokens(bytes.fromhex(str(entry.value)))
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import Result, delete, select, update
+from sqlalchemy import Result, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from relay.store.database import affected
@@ -27,3 +28,17 @@ def record_pulse(session: Session, ident: str, now: datetime) -> None:
 def delete_silent(session: Session, cutoff: datetime) -> int:
     """Forget daemons that have not pulsed since ``cutoff`` (so ``relay status`` stays short)."""
     return affected(session.execute(delete(Daemon).where(Daemon.last_pulse_at < cutoff)))
+
+
+def live_daemons(session: Session, pulsed_since: datetime) -> Sequence[Daemon]:
+    """Daemons not stopped that pulsed at or after ``pulsed_since``, oldest first."""
+    return session.scalars(
+        select(Daemon)
+        .where(Daemon.stopped_at.is_(None), Daemon.last_pulse_at >= pulsed_since)
+        .order_by(Daemon.started_at)
+    ).all()
+
+
+def last_pulse(session: Session) -> datetime | None:
+    """When any daemon last pulsed."""
+    return session.scalar(select(func.max(Daemon.last_pulse_at)))

@@ -1,6 +1,7 @@
 """Named read queries for the operator's views: contacts, the inbox of unrouted
-inbound, and ``relay watch``'s rows. Each is one or two statements, whatever
-the number of rows, so a refreshing view does not hammer the store."""
+inbound, ``relay watch``'s rows and ``relay show``'s next message. Each is one
+or two statements, whatever the number of rows, so a refreshing view does not
+hammer the store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State
-from relay.core.values import Direction
+from relay.core.values import Direction, MessageStatus
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 #: Marks inbound kept on a conversation that had already ended (``engine.inbound.LATE``).
@@ -164,4 +165,18 @@ def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
         return set()
     return set(
         session.scalars(select(Instance.contact_slot).where(Instance.contact_slot.in_(contact_ids)))
+    )
+
+
+def next_outbound(session: Session, instance_id: str) -> Message | None:
+    """The conversation's undelivered outbound (queued or sending) that goes first."""
+    return session.scalar(
+        select(Message)
+        .where(
+            Message.instance_id == instance_id,
+            Message.direction == Direction.OUTBOUND.value,
+            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+        )
+        .order_by(Message.next_attempt_at, Message.id)
+        .limit(1)
     )

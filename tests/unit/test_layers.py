@@ -110,3 +110,36 @@ def test_no_function_is_over_50_lines() -> None:
             if lines > MAX_FUNCTION_LINES:
                 long.append(f"{name} has {lines} lines")
     assert long == []
+
+
+#: What the engine and the runner may take from SQLAlchemy: the session they are
+#: handed, rows for typing, and the errors they turn into domain errors. Every
+#: statement is built in relay/store, behind a named function.
+SQLALCHEMY_OUTSIDE_STORE = {
+    "Session",
+    "Row",
+    "IntegrityError",
+    "OperationalError",
+    "SQLAlchemyError",
+    "DBAPIError",
+}
+
+
+@pytest.mark.parametrize("layer", ["engine", "runner"])
+def test_sql_is_built_only_in_the_store(layer: str) -> None:
+    bad = []
+    for path in sorted((ROOT / layer).glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sqlalchemy"):
+                bad += [
+                    f"{path.name} imports {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name not in SQLALCHEMY_OUTSIDE_STORE
+                ]
+            elif isinstance(node, ast.Import):
+                bad += [
+                    f"{path.name} imports {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("sqlalchemy")
+                ]
+    assert bad == []

@@ -1,0 +1,30 @@
+"""Many rows in one statement per table, for ``relay import``
+(``relay.engine.bulk`` builds the rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from relay.store.models import Contact, Instance, Todo, Transition
+
+
+def insert_contacts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    session.execute(insert(Contact), rows)
+
+
+def insert_conversations(
+    session: Session,
+    instances: Sequence[dict[str, Any]],
+    todos: Sequence[dict[str, Any]],
+    transitions: Sequence[dict[str, Any]],
+) -> None:
+    """Conversations with their todos and transition-log rows; a unique index
+    broken by the batch raises (the caller then goes one row at a time)."""
+    session.execute(insert(Instance), instances)
+    if todos:
+        session.execute(insert(Todo), todos)
+    session.execute(insert(Transition), transitions)
