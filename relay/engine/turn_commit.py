@@ -12,7 +12,6 @@ before its transaction commits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
 from relay.core.states import Event, State
+from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
 from relay.engine import answers, events, scoped_state, transitions
@@ -297,17 +297,22 @@ def _advance(
     replies_waiting: bool | None = None,
     log_rows: list[dict[str, Any]] | None = None,
 ) -> State:
-    """Move the instance to where the turn ends: always somewhere live or terminal.
+    """Apply the events that end the turn (:func:`relay.core.turn_endings.ending`);
+    the last says where the conversation stands.
 
-    ``replied``: the turn answered inbound messages. In a follow-up turn that means
-    the contact wrote after the heartbeat fired: the silence being counted is over,
-    so the count starts again (as a reply in WAITING_FOR_REPLY resets it).
-    ``replies_waiting`` and ``log_rows``: see :func:`transitions.apply_event`.
+    ``replied``: the turn answered inbound messages. ``replies_waiting`` and
+    ``log_rows``: see :func:`transitions.apply_event`.
     """
-    state = State(instance.state)
-
-    def go(event: Event, reason: str | None = None) -> State:
-        return transitions.apply_event(
+    end = ending(
+        State(instance.state), plan, replied=replied, follow_ups=instance.follow_up_count
+    )
+    if end.count is FollowUpCount.RESET:
+        instance.follow_up_count = 0
+    elif end.count is FollowUpCount.INCREMENT:
+        instance.follow_up_count += 1
+    final = State(instance.state)
+    for event, reason in end.events:
+        final = transitions.apply_event(
             session,
             instance,
             event,
@@ -317,43 +322,7 @@ def _advance(
             replies_waiting=replies_waiting,
             log_rows=log_rows,
         )
-
-    if plan.intervention_reason:
-        return go(Event.REQUEST_INTERVENTION, plan.intervention_reason)
-    if state is State.HEARTBEAT_SCHEDULED:
-        return _after_follow_up(instance, plan, go, replied=replied)
-    if state is State.WAITING_FOR_AGENT and plan.end_reason and not plan.messages:
-        return go(Event.END_CONVERSATION, plan.end_reason)
-    opening = _OPENING.get(state)
-    if opening is not None:
-        go(opening)
-    if plan.end_reason:
-        return go(Event.END_CONVERSATION, plan.end_reason)
-    if plan.messages:
-        return go(Event.MESSAGE_SENT)
-    return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
-
-
-#: The event a turn's result begins with, by the state the turn ran in.
-_OPENING = {
-    State.CREATED: Event.AGENT_SENDS_FIRST_MESSAGE,
-    State.WAITING_FOR_AGENT: Event.AGENT_PROCESSES_REPLY,
-}
-
-
-def _after_follow_up(
-    instance: Instance, plan: TurnPlan, go: Callable[..., State], *, replied: bool
-) -> State:
-    if plan.end_reason:
-        return go(Event.END_CONVERSATION, plan.end_reason)
-    if replied:
-        instance.follow_up_count = 0
-        if plan.messages:
-            return go(Event.FOLLOWUP_SENT, "answered a reply that came before the follow-up")
-    elif plan.messages:
-        instance.follow_up_count += 1
-        return go(Event.FOLLOWUP_SENT, f"follow-up {instance.follow_up_count}")
-    return go(Event.WAIT_FOR_REPLY, "the agent chose to wait")
+    return final
 
 
 def _marks_todos(actions: list[Action]) -> bool:
