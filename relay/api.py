@@ -41,9 +41,7 @@ from relay.core.errors import (
     Undeliverable,
 )
 from relay.engine import service
-from relay.engine.campaigns import ImportReport
 from relay.engine.chat_links import ChatLink
-from relay.engine.program import parse_meta
 from relay.engine.report_views import (
     ContactRow,
     EventView,
@@ -64,8 +62,10 @@ from relay.runner.logs import configure_logging
 from relay.store.database import open_store
 
 if TYPE_CHECKING:
+    from relay.engine.campaigns import ImportReport
     from relay.engine.doctor import Finding
     from relay.engine.inbound import IngestReport
+    from relay.engine.program import parse_meta
     from relay.runner.demo import DemoResult
     from relay.runner.pulse import PulseReport
 
@@ -110,6 +110,22 @@ __all__ = [
     "stop_daemon",
     "upgrade_schema",
 ]
+
+#: Names loaded on first use: most commands never import a CSV or parse --meta.
+_LAZY = {
+    "ImportReport": "relay.engine.campaigns",
+    "parse_meta": "relay.engine.program",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 
 class Relay(service.Relay):

@@ -14,7 +14,7 @@ from typing import Any
 from relay.config import Config
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine import chat_links
-from relay.engine.backends import setup_problems
+from relay.engine.backends import channel_kind, setup_problems
 from relay.store import queries
 from relay.store.database import Store
 
@@ -74,7 +74,7 @@ class BackendChecks:
 
         if agent not in agent_names():
             raise InvalidInput(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
-        kind = str(self.config.get(f"channels.{channel}.type") or channel)
+        kind = channel_kind(self.config, channel)
         if kind not in channel_kinds():
             raise InvalidInput(
                 f"unknown channel {channel!r}: add a [channels.{channel}] section "
@@ -93,7 +93,7 @@ class BackendChecks:
         from relay.core.templates import content_template
 
         template = content_template(sid, variables)
-        kind = str(self.config.get(f"channels.{channel}.type") or channel)
+        kind = channel_kind(self.config, channel)
         if template is not None and kind != "whatsapp":
             raise InvalidInput(
                 f"a WhatsApp template is for whatsapp channels; channel {channel} is {kind}"

@@ -25,6 +25,12 @@ def channel_settings(config: Config, name: str) -> dict[str, Any]:
     return settings
 
 
+def channel_kind(config: Config, name: str) -> str:
+    """The backend channel ``name`` uses: its section's ``type``, else the name
+    itself (``[channels.console]`` needs no type; ``[channels.sales-mail]`` does)."""
+    return str(config.get(f"channels.{name}.type") or name)
+
+
 def agent_settings(config: Config, name: str) -> dict[str, Any]:
     settings: dict[str, Any] = {
         "timeout": config.settings.agent.timeout.total_seconds(),

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.addresses import kind_of
+from relay.engine.new_conversation import merge_contact_fields
 from relay.store import bulk_inserts, reads
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact
@@ -47,7 +48,7 @@ def create_many(
         if state.undeliverable_at is not None:
             results.append(f"undeliverable: {state.undeliverable_reason}")
             continue
-        _merge_fields(person, spec, now)
+        merge_contact_fields(person, spec, now)
         queued = person.id in busy
         busy.add(person.id)
         results.append(_rows(relay, spec, person.id, queued, now, actor, rows))
@@ -73,15 +74,6 @@ def _contacts(
         )
         found = reads.contacts_by_address(session, addresses)
     return found
-
-
-def _merge_fields(person: Contact, spec: NewConversation, now: datetime) -> None:
-    if spec.contact_fields:
-        person.fields = {**(person.fields or {}), **spec.contact_fields}
-        person.updated_at = now
-    if spec.timezone:
-        person.timezone = spec.timezone
-        person.updated_at = now
 
 
 def _rows(

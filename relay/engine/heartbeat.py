@@ -79,10 +79,9 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
                 _fire(session, instance, now, log_rows)
                 report.fired += 1
                 if lease is not None:
-                    instance.lease_owner = lease.owner
-                    instance.lease_expires_at = now + lease.length
-                    instance.turn_attempts = 1
-                    report.claimed.append((instance.id, instance.version))
+                    report.claimed.append(
+                        claims.lease_turn(instance, lease.owner, now + lease.length)
+                    )
         transitions.write_log(session, log_rows)
     return report
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.store.models import Contact
 
 MAX_TEXT = 10_000
 MAX_FOLLOWUPS = 1000
@@ -97,3 +100,14 @@ def check_timezone(name: str) -> None:
         raise InvalidInput(
             f"unknown time zone {name!r} (use an IANA name like Europe/Madrid)"
         ) from None
+
+
+def merge_contact_fields(person: Contact, spec: NewConversation, now: datetime) -> None:
+    """What a new conversation tells about its contact (an import's columns, a
+    time zone) goes onto the contact, for this and later conversations."""
+    if spec.contact_fields:
+        person.fields = {**(person.fields or {}), **spec.contact_fields}
+        person.updated_at = now
+    if spec.timezone:
+        person.timezone = spec.timezone
+        person.updated_at = now

@@ -33,6 +33,7 @@ from relay.engine.new_conversation import (
     checked_result_schema,
     clean_campaign,
     clean_text,
+    merge_contact_fields,
 )
 from relay.engine.views import InstanceView, MessageView
 from relay.store import queries
@@ -207,12 +208,7 @@ class Starting(BackendChecks):
                 f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
                 "`relay contact deliverable` clears it once the address is fixed"
             )
-        if spec.contact_fields:
-            person.fields = {**(person.fields or {}), **spec.contact_fields}
-            person.updated_at = now
-        if spec.timezone:
-            person.timezone = spec.timezone
-            person.updated_at = now
+        merge_contact_fields(person, spec, now)
         instance = self._insert_instance(session, person, spec, now)
         instance.meta = spec.meta or None
         instance.result_schema = spec.result_schema

@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from relay.channels.base import Incoming
 from relay.core.errors import RelayError
-from relay.engine.backends import Channels
+from relay.engine.backends import Channels, channel_kind
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
@@ -82,7 +82,7 @@ class Endpoint:
 
     def channel(self, name: str, kinds: frozenset[str]) -> Any:
         """The configured channel ``name`` if its type is one of ``kinds``, else 404."""
-        kind = str(self.relay.config.get(f"channels.{name}.type") or name)
+        kind = channel_kind(self.relay.config, name)
         if kind not in kinds:
             raise Refused(404, f"no {'/'.join(sorted(kinds))} channel named {name!r}")
         try:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -69,26 +70,24 @@ def advance_cursor(
 
 
 def inbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.channel == channel,
-            Message.provider_message_id == provider_id,
-            Message.direction == Direction.INBOUND.value,
-        )
-        .limit(1)
-    )
+    return session.scalar(_by_provider_id(channel, provider_id, Direction.INBOUND))
 
 
 def outbound_by_provider_id(session: Session, channel: str, provider_id: str) -> Message | None:
+    """Locked: a receipt changes the message it is about."""
     return session.scalar(
+        _by_provider_id(channel, provider_id, Direction.OUTBOUND).with_for_update()
+    )
+
+
+def _by_provider_id(channel: str, provider_id: str, direction: Direction) -> Select[Any]:
+    return (
         select(Message)
         .where(
             Message.channel == channel,
             Message.provider_message_id == provider_id,
-            Message.direction == Direction.OUTBOUND.value,
+            Message.direction == direction.value,
         )
-        .with_for_update()
         .limit(1)
     )
 

@@ -69,13 +69,19 @@ def claim_turns(
     if instance_id is not None:
         query = query.where(Instance.id == instance_id)
     query = query.order_by(Instance.updated_at, Instance.seq).limit(limit)
-    claimed = []
-    for instance in session.scalars(_skip_locked(session, query)).all():
-        instance.lease_owner = owner
-        instance.lease_expires_at = now + lease
-        instance.turn_attempts += 1
-        claimed.append((instance.id, instance.version))
-    return claimed
+    return [
+        lease_turn(instance, owner, now + lease)
+        for instance in session.scalars(_skip_locked(session, query)).all()
+    ]
+
+
+def lease_turn(instance: Instance, owner: str, expires: datetime) -> tuple[str, int]:
+    """Lease the (locked) instance's due turn to ``owner``, counting an attempt;
+    returns the (id, version) pair the turn's commit checks against."""
+    instance.lease_owner = owner
+    instance.lease_expires_at = expires
+    instance.turn_attempts += 1
+    return instance.id, instance.version
 
 
 def lock_instance(session: Session, instance_id: str) -> Instance | None:

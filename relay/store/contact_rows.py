@@ -22,4 +22,5 @@ def unrouted_of(session: Session, contact_id: int) -> Sequence[Message]:
 
 def addresses_by_id(session: Session, contact_ids: Iterable[int]) -> dict[int, str]:
     """{contact id: address} for these contacts."""
-    return {c.id: c.address for c in session.query(Contact).filter(Contact.id.in_(contact_ids))}
+    query = select(Contact.id, Contact.address).where(Contact.id.in_(list(contact_ids)))
+    return {int(contact_id): str(address) for contact_id, address in session.execute(query)}
