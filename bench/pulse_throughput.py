@@ -154,7 +154,7 @@ class Stages:
         ("turn claims", "relay.engine.turns", "TurnRunner", "claim"),
         ("turn contexts (bulk read)", "relay.engine.turns", None, "read_contexts"),
         ("agent calls (scripted)", "relay.engine.turns", "TurnRunner", "_call_agent"),
-        ("turn commits (batched)", "relay.engine.turns", "TurnRunner", "_commit_many"),
+        ("turn commits (batched)", "relay.engine.turn_commit", "TurnCommitter", "commit_many"),
         ("outbox claim + screen", "relay.engine.outbox", "Dispatcher", "_screen"),
         ("outbox confirm before send", "relay.engine.outbox", "Dispatcher", "_confirm"),
         ("channel send (console, all)", "relay.channels.console", "ConsoleChannel", "_send_many"),

@@ -51,6 +51,11 @@ DELIVERY_BATCH = 100
 #: the channel counts, not the confirming and recording transactions (slow on a
 #: busy machine, and cheaper per message the bigger the group).
 BATCH_SECONDS = 0.25
+#: For this long after a claim, its first group is sent without a confirming
+#: transaction: the claim has just screened (opt-out, pause, windows, rates) and
+#: leased those rows, so confirming again would ask the same questions of the same
+#: rows. Later groups, sent after earlier sends took their time, are confirmed.
+FRESH = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -105,25 +110,35 @@ class Dispatcher:
             claimed = {m.id: m.attempts for m in batch}
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
-        # and drop back to one message when it is slow.
+        # and drop back to one message when it is slow. The first group goes out
+        # on the claim itself while that is fresh: the claim screened and leased
+        # the same rows a moment ago, which is all a confirmation would do again.
+        fresh_until = self.relay.now() + FRESH
         position = 0
         while position < len(ready):
             group = ready[position : position + self.group_size]
             position += len(group)
             self._channel_seconds = 0.0
-            self._send_group(group, claimed, report)
+            fresh = position == len(group) and self.relay.now() < fresh_until
+            self._send_group(group, claimed, report, confirmed=fresh)
             quick = self._channel_seconds < BATCH_SECONDS
             self.group_size = min(DELIVERY_BATCH, self.group_size * 4) if quick else 1
         return report
 
     def _send_group(
-        self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
+        self,
+        group: list[tuple[Outbound, str]],
+        claimed: dict[int, int],
+        report: DeliveryReport,
+        *,
+        confirmed: bool = False,
     ) -> None:
-        """Send a confirmed group. Should a send hang (a group only grows while sends
-        are quick), the leases of the rest would run out and another worker could
-        claim and send them too: so once half a lease has gone by, what was sent is
-        recorded and the rest is confirmed (and its lease renewed) again."""
-        pending = self._confirm(group, claimed, report)
+        """Send a group, confirming it first unless its claim is fresh (``confirmed``).
+        Should a send hang (a group only grows while sends are quick), the leases of
+        the rest would run out and another worker could claim and send them too: so
+        once half a lease has gone by, what was sent is recorded and the rest is
+        confirmed (and its lease renewed) again."""
+        pending = list(group) if confirmed else self._confirm(group, claimed, report)
         confirmed_at = self.relay.now()
         sent: list[_Sent] = []
         while pending:
