@@ -12,6 +12,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from relay.core.answers import TEXT, AnswerSpec, check_answer
@@ -69,8 +70,9 @@ class ContextTodo:
     #: The answer recorded so far (None: none yet).
     answer: Any = None
 
-    @property
+    @cached_property
     def spec(self) -> AnswerSpec:
+        # Kept: every check of the turn's actions asks for it.
         return AnswerSpec.from_json(self.answer_kind, {"choices": self.choices}, self.required)
 
 

@@ -13,7 +13,7 @@ as it was, and the refusal is kept in the instance's state
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -71,21 +71,36 @@ def plan_for(actions: list[Action], context: TurnContext) -> TurnPlan:
     )
 
 
+@dataclass(frozen=True)
+class Decided:
+    """What an agent decided in a turn, and its plan (checked once, here, and
+    applied by the commit as it is)."""
+
+    actions: list[Action]
+    #: None when the actions are invalid beyond an answer to correct: the
+    #: commit checks them again and hands the conversation to a person.
+    plan: TurnPlan | None
+
+
 def until_accepted(
     call: Callable[[TurnContext], list[Action]], context: TurnContext
-) -> list[Action]:
+) -> Decided:
     """Run the agent; while relay refuses one of its answers, ask it again with the
     refusals (as a tool error it can correct), at most :data:`ASK_AGAIN` times."""
     actions = call(context)
     for _ in range(ASK_AGAIN):
-        try:
-            plan = plan_for(actions, context)
-        except InvalidInput:
-            return actions  # not an answer problem: the commit hands it to a person
-        if not plan.refused:
-            return actions
-        actions = call(replace(context, refused=plan.refused))
-    return actions
+        decided = _checked(actions, context)
+        if decided.plan is None or not decided.plan.refused:
+            return decided
+        actions = call(replace(context, refused=decided.plan.refused))
+    return _checked(actions, context)
+
+
+def _checked(actions: list[Action], context: TurnContext) -> Decided:
+    try:
+        return Decided(actions, plan_for(actions, context))
+    except InvalidInput:
+        return Decided(actions, None)  # not an answer problem: for a person
 
 
 def _message_error(answer: RecordedAnswer, context: TurnContext) -> str | None:

@@ -79,7 +79,7 @@ class TurnCommitter:
         return instance
 
     def commit_many(
-        self, items: list[tuple[str, int, TurnContext, list[Action]]]
+        self, items: list[tuple[str, int, TurnContext, answers.Decided]]
     ) -> list[TurnOutcome]:
         """Commit several turns' results in one transaction, each turn checked and
         applied on its own locked row; should that transaction fail, they are
@@ -90,7 +90,7 @@ class TurnCommitter:
             with self.relay.store.transaction() as session:
                 ids = [item[0] for item in items]
                 # Todos are loaded (as objects to update) only for turns that mark one.
-                marking = [item[0] for item in items if _marks_todos(item[3])]
+                marking = [item[0] for item in items if _marks_todos(item[3].actions)]
                 locked = claims.lock_instances(session, ids)
                 loaded = _Loaded(
                     queries.todos_for(session, marking) if marking else {},
@@ -118,14 +118,14 @@ class TurnCommitter:
         instance_id: str,
         version: int,
         context: TurnContext,
-        actions: list[Action],
+        decided: answers.Decided,
         *,
         loaded: _Loaded,
     ) -> TurnOutcome:
         if instance is None or not self.ours(instance, version):
             return self.discarded(instance_id, context.reason, session)
         try:
-            plan = answers.plan_for(actions, context)
+            plan = decided.plan or answers.plan_for(decided.actions, context)
         except InvalidInput as exc:
             return self.intervene(
                 session, instance, context.reason, f"invalid agent action: {exc.message}"

@@ -127,7 +127,7 @@ class TurnRunner:
         """
         contexts = read_contexts(self.relay, self.owner, claimed)
         outcomes: dict[int, TurnOutcome] = {}
-        ready: list[tuple[int, tuple[str, int, TurnContext, list[Action]]]] = []
+        ready: list[tuple[int, tuple[str, int, TurnContext, answers.Decided]]] = []
         for index, (instance_id, version) in enumerate(claimed):
             if index and should_stop():
                 claimed = claimed[:index]
@@ -161,7 +161,7 @@ class TurnRunner:
 
     def _decide(
         self, instance_id: str, version: int, context: TurnContext, agent_name: str, attempts: int
-    ) -> TurnOutcome | list[Action]:
+    ) -> TurnOutcome | answers.Decided:
         """The agent's actions for one turn, or its outcome if it ends before the commit."""
         held = self._hold_for_window(instance_id, version, context)
         if held is not None:

@@ -71,6 +71,32 @@ class UTCDateTime(TypeDecorator[datetime]):
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
 
+    # SQLite: one function each way instead of this type's step chained to
+    # DateTime's (a follow-up binds about 16 times and reads about 36). The text
+    # is DateTime's own format, so stored values and SQL comparisons are unchanged.
+
+    def bind_processor(self, dialect: Dialect) -> Any:
+        if dialect.name != "sqlite":
+            return super().bind_processor(dialect)
+
+        def to_text(value: datetime | None) -> str | None:
+            if value is None:
+                return None
+            if value.tzinfo is None:
+                raise ValueError("naive datetime given to the store; use timezone-aware UTC")
+            return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+
+        return to_text
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Any:
+        if dialect.name != "sqlite":
+            return super().result_processor(dialect, coltype)
+
+        def from_text(value: str | None) -> datetime | None:
+            return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+        return from_text
+
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
