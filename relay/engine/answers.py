@@ -31,7 +31,8 @@ from relay.core.turns import (
     validate_actions,
 )
 from relay.engine import events
-from relay.store.models import Instance, Todo
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import Todo
 
 #: How many times one turn's agent is asked again after a refused answer.
 ASK_AGAIN = 2
@@ -82,9 +83,7 @@ class Decided:
     plan: TurnPlan | None
 
 
-def until_accepted(
-    call: Callable[[TurnContext], list[Action]], context: TurnContext
-) -> Decided:
+def until_accepted(call: Callable[[TurnContext], list[Action]], context: TurnContext) -> Decided:
     """Run the agent; while relay refuses one of its answers, ask it again with the
     refusals (as a tool error it can correct), at most :data:`ASK_AGAIN` times."""
     actions = call(context)
@@ -172,7 +171,11 @@ def check_schema(schema: Any) -> dict[str, Any]:
 
 
 def apply(
-    session: Session, instance: Instance, todos: Mapping[int, Todo], plan: TurnPlan, now: datetime
+    session: Session,
+    instance: InstanceFields,
+    todos: Mapping[int, Todo],
+    plan: TurnPlan,
+    now: datetime,
 ) -> None:
     """Store a turn's accepted answers on their todos, each with an event."""
     for answer in plan.answers:

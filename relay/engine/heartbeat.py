@@ -20,8 +20,8 @@ from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.states import Event
 from relay.engine import policy, transitions
-from relay.store import claims
-from relay.store.models import Instance
+from relay.store import claims, locked_rows
+from relay.store.locked_rows import InstanceFields
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -69,7 +69,8 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
     log_rows: list[dict[str, Any]] = []
     with relay.store.transaction() as session:
         now = relay.now()
-        for instance in claims.due_heartbeats(session, now, limit):
+        due = claims.due_heartbeats(session, now, limit)
+        for instance in due:
             if instance.follow_up_count >= instance.max_followups:
                 _abandon(session, instance, now)
                 report.abandoned += 1
@@ -82,12 +83,13 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
                     report.claimed.append(
                         claims.lease_turn(instance, lease.owner, now + lease.length)
                     )
+        locked_rows.write(session, due)
         transitions.write_log(session, log_rows)
     return report
 
 
 def _fire(
-    session: Session, instance: Instance, now: datetime, log_rows: list[dict[str, Any]]
+    session: Session, instance: InstanceFields, now: datetime, log_rows: list[dict[str, Any]]
 ) -> None:
     transitions.apply_event(
         session,
@@ -101,7 +103,11 @@ def _fire(
 
 
 def _held_for_window(
-    session: Session, instance: Instance, relay: Runtime, now: datetime, report: HeartbeatReport
+    session: Session,
+    instance: InstanceFields,
+    relay: Runtime,
+    now: datetime,
+    report: HeartbeatReport,
 ) -> bool:
     """Whether the follow-up waits (for its sending window to open, or for a person
     when the window cannot be worked out) instead of firing now."""
@@ -123,7 +129,7 @@ def _held_for_window(
     return True
 
 
-def _abandon(session: Session, instance: Instance, now: datetime) -> None:
+def _abandon(session: Session, instance: InstanceFields, now: datetime) -> None:
     transitions.apply_event(session, instance, Event.HEARTBEAT_FIRES, now=now, actor=ACTOR)
     transitions.apply_event(
         session,
@@ -136,7 +142,7 @@ def _abandon(session: Session, instance: Instance, now: datetime) -> None:
     log.info("instance %s abandoned", instance.id, extra={"instance_id": instance.id})
 
 
-def _stuck(session: Session, instance: Instance, now: datetime, why: str) -> None:
+def _stuck(session: Session, instance: InstanceFields, now: datetime, why: str) -> None:
     log.error(
         "instance %s: cannot send its follow-up: %s",
         instance.id,

@@ -10,12 +10,13 @@ from sqlalchemy.orm import Session
 
 from relay.core.values import Author, Direction, MessageStatus
 from relay.store import outbox as outbox_rows
-from relay.store.models import Instance, Message
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import Message
 
 
 def queue_outbound(
     session: Session,
-    instance: Instance,
+    instance: InstanceFields,
     body: str,
     author: Author,
     now: datetime,
@@ -36,7 +37,7 @@ def queue_outbound(
 
 
 def outbound_row(
-    instance: Instance, body: str, author: Author, now: datetime, *, proactive: bool = False
+    instance: InstanceFields, body: str, author: Author, now: datetime, *, proactive: bool = False
 ) -> dict[str, Any]:
     """The columns of a new outbox row: :func:`queue_outbound` makes an ORM object of
     them; a batch of turn commits inserts its rows with one statement instead."""

@@ -9,10 +9,11 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.windows import Window, next_open, parse_window, zone
-from relay.store.models import Contact, Instance
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import Contact
 
 
-def window_of(instance: Instance, config: Config) -> Window | None:
+def window_of(instance: InstanceFields, config: Config) -> Window | None:
     spec = instance.window or config.settings.defaults.window or ""
     return parse_window(spec) if spec.strip() else None
 
@@ -22,7 +23,7 @@ def zone_of(contact: Contact, config: Config) -> ZoneInfo:
 
 
 def next_window_open(
-    session: Session, instance: Instance, config: Config, now: datetime
+    session: Session, instance: InstanceFields, config: Config, now: datetime
 ) -> datetime:
     """``now`` if proactive messages may go to this instance's contact now, else when they may."""
     window = window_of(instance, config)

@@ -15,10 +15,11 @@ from sqlalchemy.orm import Session
 
 from relay.core.values import Scope, split_scoped_key
 from relay.store import state_entries
-from relay.store.models import Instance, StateEntry
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import StateEntry
 
 
-def scope_id_of(instance: Instance | Row[Any], scope: Scope) -> str:
+def scope_id_of(instance: InstanceFields | Row[Any], scope: Scope) -> str:
     if scope is Scope.APP:
         return ""
     if scope is Scope.CONTACT:
@@ -26,7 +27,9 @@ def scope_id_of(instance: Instance | Row[Any], scope: Scope) -> str:
     return instance.id
 
 
-def load(session: Session, instances: Sequence[Instance | Row[Any]]) -> dict[str, dict[str, Any]]:
+def load(
+    session: Session, instances: Sequence[InstanceFields | Row[Any]]
+) -> dict[str, dict[str, Any]]:
     """Each instance's scoped state in one query: app keys, overridden by the
     contact's, overridden by the instance's own."""
     contacts = {scope_id_of(i, Scope.CONTACT) for i in instances}
@@ -44,7 +47,7 @@ def load(session: Session, instances: Sequence[Instance | Row[Any]]) -> dict[str
     return states
 
 
-def store(session: Session, instance: Instance, key: str, value: Any, now: datetime) -> None:
+def store(session: Session, instance: InstanceFields, key: str, value: Any, now: datetime) -> None:
     """Upsert one scoped key; ``temp:`` keys live for the turn only and are not stored."""
     scope, name = split_scoped_key(key)
     if scope is Scope.TEMP:

@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from relay.core.outcomes import outcome_of
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
 from relay.engine import events
-from relay.store import claims, funnel, queries, transition_log
+from relay.store import claims, funnel, locked_rows, queries, transition_log
+from relay.store.locked_rows import InstanceFields
 from relay.store.models import Instance, Transition
 
 SYSTEM = "relay"
@@ -26,17 +27,17 @@ SYSTEM = "relay"
 log = logging.getLogger("relay.state")
 
 
-def state_of(instance: Instance) -> State:
+def state_of(instance: InstanceFields) -> State:
     return State(instance.state)
 
 
-def previous_of(instance: Instance) -> State | None:
+def previous_of(instance: InstanceFields) -> State | None:
     return State(instance.previous_state) if instance.previous_state else None
 
 
 def apply_event(
     session: Session,
-    instance: Instance,
+    instance: InstanceFields,
     event: Event,
     *,
     now: datetime,
@@ -82,7 +83,12 @@ def apply_event(
 
 
 def _move(
-    session: Session, instance: Instance, current: State, target: State, event: Event, now: datetime
+    session: Session,
+    instance: InstanceFields,
+    current: State,
+    target: State,
+    event: Event,
+    now: datetime,
 ) -> None:
     """The row's part of a transition: pause bookkeeping, the heartbeat, the state
     itself, and a fresh turn (no lease, no attempts) in the new state."""
@@ -104,7 +110,7 @@ def _move(
 
 
 def _end(
-    instance: Instance, target: State, event: Event, reason: str | None, now: datetime
+    instance: InstanceFields, target: State, event: Event, reason: str | None, now: datetime
 ) -> None:
     """A terminal state records when and why: a failure reason, or an end reason."""
     if not target.terminal:
@@ -120,7 +126,7 @@ def _end(
 
 def _record(
     session: Session,
-    instance: Instance,
+    instance: InstanceFields,
     step: tuple[State, State, Event],
     actor: str,
     reason: str | None,
@@ -163,7 +169,7 @@ def _record(
 
 
 def _keep_funnel_facts(
-    session: Session, instance: Instance, event: Event, target: State, reason: str | None
+    session: Session, instance: InstanceFields, event: Event, target: State, reason: str | None
 ) -> None:
     """The funnel's facts that a transition decides (``relay stats`` reads them
     from the row): a follow-up sent, and the outcome (asked of the todos only
@@ -179,7 +185,7 @@ _HANDABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITI
 
 
 def hand_to_human(
-    session: Session, instance: Instance, reason: str, *, now: datetime, actor: str = SYSTEM
+    session: Session, instance: InstanceFields, reason: str, *, now: datetime, actor: str = SYSTEM
 ) -> bool:
     """Give the conversation to a person (a delivery that failed for good, a bounce)
     when its state allows; False when it is already with one, paused or ended."""
@@ -204,7 +210,9 @@ def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
         rows.clear()
 
 
-def record_creation(session: Session, instance: Instance, *, now: datetime, actor: str) -> None:
+def record_creation(
+    session: Session, instance: InstanceFields, *, now: datetime, actor: str
+) -> None:
     session.add(
         Transition(
             instance_id=instance.id,
@@ -220,7 +228,7 @@ def record_creation(session: Session, instance: Instance, *, now: datetime, acto
     events.record(session, events.Kind.STATE, instance.id, data, now, actor=actor)
 
 
-def _move_heartbeat(instance: Instance, current: State, target: State, now: datetime) -> None:
+def _move_heartbeat(instance: InstanceFields, current: State, target: State, now: datetime) -> None:
     if target is State.WAITING_FOR_REPLY and current is not State.WAITING_FOR_REPLY:
         if instance.heartbeat_remaining_seconds is not None:
             seconds = instance.heartbeat_remaining_seconds
@@ -241,17 +249,19 @@ def _move_heartbeat(instance: Instance, current: State, target: State, now: date
         instance.heartbeat_remaining_seconds = None
 
 
-def _update_slot(session: Session, instance: Instance, now: datetime) -> None:
+def _update_slot(session: Session, instance: InstanceFields, now: datetime) -> None:
     state, previous = state_of(instance), previous_of(instance)
     holding = holds_slot(state, previous)
     if holding and instance.contact_slot is None:
         instance.contact_slot = instance.contact_id
-        session.flush()
+        locked_rows.write_now(session, instance)
     elif not holding and instance.contact_slot is not None:
         instance.contact_slot = None
+        locked_rows.write_now(session, instance)
         promote_next(session, instance.contact_id, now=now)
     elif not holding and state is State.QUEUED:
         # A paused queued instance was resumed: it may be next in line already.
+        locked_rows.write_now(session, instance)
         promote_next(session, instance.contact_id, now=now)
 
 

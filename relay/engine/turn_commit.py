@@ -26,9 +26,10 @@ from relay.core.values import Author, MessageStatus
 from relay.engine import answers, events, scoped_state, transitions
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.outgoing import outbound_row
-from relay.store import claims, instance_rows, queries
+from relay.store import claims, instance_rows, locked_rows, queries
 from relay.store import outbox as outbox_rows
-from relay.store.models import Contact, Instance, Message, Todo
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import Contact, Message, Todo
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -68,11 +69,11 @@ class TurnCommitter:
     relay: Runtime
     owner: str
 
-    def ours(self, instance: Instance, version: int) -> bool:
+    def ours(self, instance: InstanceFields, version: int) -> bool:
         """Whether this worker's claim on the (locked) instance still holds."""
         return instance.version == version and instance.lease_owner == self.owner
 
-    def locked(self, session: Session, instance_id: str, version: int) -> Instance | None:
+    def locked(self, session: Session, instance_id: str, version: int) -> InstanceFields | None:
         instance = claims.lock_instance(session, instance_id)
         if instance is None or not self.ours(instance, version):
             return None
@@ -100,6 +101,7 @@ class TurnCommitter:
                     self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)
                     for item in items
                 ]
+                locked_rows.write(session, locked.values())
                 if loaded.messages:
                     outbox_rows.insert_outbox(session, loaded.messages)
                     events.record_outbound(session, loaded.messages, self.relay.now())
@@ -114,7 +116,7 @@ class TurnCommitter:
     def _commit_in(
         self,
         session: Session,
-        instance: Instance | None,
+        instance: InstanceFields | None,
         instance_id: str,
         version: int,
         context: TurnContext,
@@ -143,7 +145,7 @@ class TurnCommitter:
     def _conclude(
         self,
         session: Session,
-        instance: Instance,
+        instance: InstanceFields,
         plan: TurnPlan,
         context: TurnContext,
         now: datetime,
@@ -179,7 +181,7 @@ class TurnCommitter:
     def _apply_plan(
         self,
         session: Session,
-        instance: Instance,
+        instance: InstanceFields,
         plan: TurnPlan,
         context: TurnContext,
         now: datetime,
@@ -210,7 +212,7 @@ class TurnCommitter:
     def _opt_out(
         self,
         session: Session,
-        instance: Instance,
+        instance: InstanceFields,
         context: TurnContext,
         reason: str,
         now: datetime,
@@ -219,15 +221,19 @@ class TurnCommitter:
         (this conversation ends, queued ones fail, nothing more is sent)."""
         person = session.get(Contact, instance.contact_id)
         assert person is not None
+        # The opt-out ends the contact's conversations as it reads them from the
+        # store, this one included: it must read this turn's changes.
+        locked_rows.write_now(session, instance)
         record_opt_out(session, person, now, reason=f"agent: {reason}")
         log.info(
             "instance %s: the agent recorded an opt-out",
             instance.id,
             extra={"instance_id": instance.id},
         )
-        return TurnOutcome(instance.id, context.reason.value, instance.state)
+        state = instance_rows.state_of(session, instance.id) or instance.state
+        return TurnOutcome(instance.id, context.reason.value, state)
 
-    def _reconsider(self, instance: Instance, reason: TurnReason) -> TurnOutcome:
+    def _reconsider(self, instance: InstanceFields, reason: TurnReason) -> TurnOutcome:
         """Drop the turn's decisions and give the turn back: it runs again at once,
         with the reply that arrived while the agent was deciding."""
         instance.lease_owner = None
@@ -247,7 +253,7 @@ class TurnCommitter:
         )
 
     def intervene(
-        self, session: Session, instance: Instance, reason: TurnReason, why: str
+        self, session: Session, instance: InstanceFields, reason: TurnReason, why: str
     ) -> TurnOutcome:
         # ``why`` may carry the agent's or the contact's words: DEBUG only.
         log.warning("instance %s: needs a human", instance.id, extra={"instance_id": instance.id})
@@ -289,7 +295,7 @@ class TurnCommitter:
 
 def _advance(
     session: Session,
-    instance: Instance,
+    instance: InstanceFields,
     plan: TurnPlan,
     now: datetime,
     *,
@@ -303,9 +309,7 @@ def _advance(
     ``replied``: the turn answered inbound messages. ``replies_waiting`` and
     ``log_rows``: see :func:`transitions.apply_event`.
     """
-    end = ending(
-        State(instance.state), plan, replied=replied, follow_ups=instance.follow_up_count
-    )
+    end = ending(State(instance.state), plan, replied=replied, follow_ups=instance.follow_up_count)
     if end.count is FollowUpCount.RESET:
         instance.follow_up_count = 0
     elif end.count is FollowUpCount.INCREMENT:

@@ -30,7 +30,7 @@ from relay.engine import answers, policy
 from relay.engine.backends import agent_settings
 from relay.engine.turn_commit import TurnCommitter, TurnOutcome
 from relay.engine.turn_context import read_contexts
-from relay.store import claims
+from relay.store import claims, locked_rows
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -155,6 +155,7 @@ class TurnRunner:
                     instance.lease_owner = None
                     instance.lease_expires_at = None
                     instance.turn_attempts = max(0, instance.turn_attempts - 1)
+            locked_rows.write(session, locked.values())
 
     def run_claimed(self, instance_id: str, version: int) -> TurnOutcome:
         return self.run_batch([(instance_id, version)])[0]

@@ -13,28 +13,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, exists, func, or_, select, update
-from sqlalchemy.orm import Session, aliased, defer
+from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
+from relay.store import locked_rows
 from relay.store.database import affected
+from relay.store.locked_rows import InstanceFields, InstanceRow
 from relay.store.models import Instance, Message
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
 #: Outbox rows still to be delivered (``sending`` ones whose sender died included).
 OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
-
-
-#: Columns the daemon's batches never read from a locked instance (it reads them,
-#: when a turn needs them, as plain rows): loading them for every row of a batch
-#: (decoding JSON, copying long text) costs more than the rest of the row.
-_NOT_ON_HOT_PATH = (
-    defer(Instance.meta),
-    defer(Instance.result_schema),
-    defer(Instance.objective),
-    defer(Instance.subject),
-)
 
 
 def _skip_locked(session: Session, query: Select[Any]) -> Select[Any]:
@@ -65,17 +56,17 @@ def claim_turns(
     The version is what the turn's commit compares against: any change to the
     instance meanwhile (pause, cancel, another event) discards the turn.
     """
-    query = select(Instance).where(*_turn_due(now))
+    query = locked_rows.selecting().where(*_turn_due(now))
     if instance_id is not None:
         query = query.where(Instance.id == instance_id)
     query = query.order_by(Instance.updated_at, Instance.seq).limit(limit)
-    return [
-        lease_turn(instance, owner, now + lease)
-        for instance in session.scalars(_skip_locked(session, query)).all()
-    ]
+    due = locked_rows.rows(session, _skip_locked(session, query))
+    leased = [lease_turn(instance, owner, now + lease) for instance in due]
+    locked_rows.write(session, due)
+    return leased
 
 
-def lease_turn(instance: Instance, owner: str, expires: datetime) -> tuple[str, int]:
+def lease_turn(instance: InstanceFields, owner: str, expires: datetime) -> tuple[str, int]:
     """Lease the (locked) instance's due turn to ``owner``, counting an attempt;
     returns the (id, version) pair the turn's commit checks against."""
     instance.lease_owner = owner
@@ -88,16 +79,16 @@ def lock_instance(session: Session, instance_id: str) -> Instance | None:
     return session.scalar(select(Instance).where(Instance.id == instance_id).with_for_update())
 
 
-def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, Instance]:
-    """Lock several instances, in id order (two lockers never wait on each other in a circle)."""
+def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, InstanceRow]:
+    """Lock several instances, in id order (two lockers never wait on each other in
+    a circle), as plain rows: the caller writes them (:func:`locked_rows.write`)."""
     query = (
-        select(Instance)
+        locked_rows.selecting()
         .where(Instance.id.in_(instance_ids))
         .order_by(Instance.id)
-        .options(*_NOT_ON_HOT_PATH)
         .with_for_update()
     )
-    return {instance.id: instance for instance in session.scalars(query)}
+    return {instance.id: instance for instance in locked_rows.rows(session, query)}
 
 
 def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
@@ -141,16 +132,16 @@ def _heartbeat_due(cutoff: datetime) -> list[Any]:
     ]
 
 
-def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance]:
-    """Instances waiting for a reply whose heartbeat is due, earliest first, locked."""
+def due_heartbeats(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
+    """Instances waiting for a reply whose heartbeat is due, earliest first, locked,
+    as plain rows: the caller writes them (:func:`locked_rows.write`)."""
     query = (
-        select(Instance)
+        locked_rows.selecting()
         .where(*_heartbeat_due(now))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(limit)
-        .options(*_NOT_ON_HOT_PATH)
     )
-    return list(session.scalars(_skip_locked(session, query)).all())
+    return locked_rows.rows(session, _skip_locked(session, query))
 
 
 def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
