@@ -23,6 +23,7 @@ from relay.core.errors import RelayError
 from relay.core.values import MessageStatus
 from relay.engine import events, gate, inbound, transitions
 from relay.store import claims
+from relay.store.locked_rows import MessageFields
 from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.outbox")
@@ -185,7 +186,7 @@ def _escalate(session: Session, message: Message, error: str, now: datetime) -> 
         )
 
 
-def rule_out(message: Message, ruling: gate.Ruling, report: DeliveryReport) -> None:
+def rule_out(message: MessageFields, ruling: gate.Ruling, report: DeliveryReport) -> None:
     gate.apply(message, ruling)
     if ruling.verdict is gate.Verdict.HOLD:
         report.held += 1

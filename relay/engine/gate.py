@@ -23,7 +23,7 @@ from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.core.windows import next_open, parse_window, zone
 from relay.store import aliases, delivery_facts
-from relay.store.models import Message
+from relay.store.locked_rows import MessageFields
 
 
 class Verdict(Enum):
@@ -66,7 +66,7 @@ class Facts:
         return self.aliases.get((channel, contact_id)) or self.contacts[contact_id].address
 
     @classmethod
-    def read(cls, session: Session, messages: Iterable[Message]) -> Facts:
+    def read(cls, session: Session, messages: Iterable[MessageFields]) -> Facts:
         rows = list(messages)
         contact_ids = {m.contact_id for m in rows}
         instance_ids = {m.instance_id for m in rows if m.instance_id}
@@ -82,7 +82,7 @@ class Facts:
         return cls(contacts, instances, last_inbound, aliases.addresses_for(session, pairs))
 
 
-def rule(message: Message, facts: Facts) -> Ruling:
+def rule(message: MessageFields, facts: Facts) -> Ruling:
     contact = facts.contacts.get(message.contact_id)
     if contact is not None and contact.opted_out_at is not None:
         return Ruling(Verdict.BLOCK, "contact opted out")
@@ -101,7 +101,9 @@ def rule(message: Message, facts: Facts) -> Ruling:
     return GO
 
 
-def window_opens(message: Message, facts: Facts, config: Config, now: datetime) -> datetime | None:
+def window_opens(
+    message: MessageFields, facts: Facts, config: Config, now: datetime
+) -> datetime | None:
     """When a proactive message (a first message, a follow-up) may go, if not now.
 
     Checked at send time, not only when the turn was scheduled: a message held by
@@ -125,7 +127,7 @@ def window_opens(message: Message, facts: Facts, config: Config, now: datetime) 
     return opens if opens > now else None
 
 
-def apply(message: Message, ruling: Ruling) -> None:
+def apply(message: MessageFields, ruling: Ruling) -> None:
     """Record a ruling other than GO on the (locked) message row."""
     message.last_error = ruling.reason
     message.lease_owner = None

@@ -31,8 +31,9 @@ from relay.engine.backends import Channels
 from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
 from relay.engine.rates import RateLimits
 from relay.engine.views import MessageView
-from relay.store import claims, funnel, queries
+from relay.store import claims, funnel, locked_rows, queries
 from relay.store import outbox as outbox_rows
+from relay.store.locked_rows import MessageFields, MessageRow
 from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class Dispatcher:
                 owner=self.owner,
             )
             ready = self._screen(session, batch, now, report)
+            locked_rows.write(session, batch)  # what the screen held or ruled out
             claimed = {m.id: m.attempts for m in batch}
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
@@ -240,7 +242,7 @@ class Dispatcher:
         return confirmed
 
     def _screen(
-        self, session: Session, batch: list[Message], now: datetime, report: DeliveryReport
+        self, session: Session, batch: list[MessageRow], now: datetime, report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """Rule out what may not go (see :mod:`relay.engine.gate`) and hold what a
         rate limit does not allow yet."""
@@ -355,7 +357,7 @@ class Dispatcher:
 
 
 def _outbound(
-    message: Message,
+    message: MessageFields,
     channel: str,
     facts: gate.Facts,
     threads: dict[str, tuple[str, ...]],

@@ -20,7 +20,7 @@ from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
 from relay.store import locked_rows
 from relay.store.database import affected
-from relay.store.locked_rows import InstanceFields, InstanceRow
+from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
 from relay.store.models import Instance, Message
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
@@ -56,11 +56,11 @@ def claim_turns(
     The version is what the turn's commit compares against: any change to the
     instance meanwhile (pause, cancel, another event) discards the turn.
     """
-    query = locked_rows.selecting().where(*_turn_due(now))
+    query = locked_rows.selecting(InstanceRow).where(*_turn_due(now))
     if instance_id is not None:
         query = query.where(Instance.id == instance_id)
     query = query.order_by(Instance.updated_at, Instance.seq).limit(limit)
-    due = locked_rows.rows(session, _skip_locked(session, query))
+    due = locked_rows.rows(session, InstanceRow, _skip_locked(session, query))
     leased = [lease_turn(instance, owner, now + lease) for instance in due]
     locked_rows.write(session, due)
     return leased
@@ -83,12 +83,12 @@ def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, Insta
     """Lock several instances, in id order (two lockers never wait on each other in
     a circle), as plain rows: the caller writes them (:func:`locked_rows.write`)."""
     query = (
-        locked_rows.selecting()
+        locked_rows.selecting(InstanceRow)
         .where(Instance.id.in_(instance_ids))
         .order_by(Instance.id)
         .with_for_update()
     )
-    return {instance.id: instance for instance in locked_rows.rows(session, query)}
+    return {instance.id: instance for instance in locked_rows.rows(session, InstanceRow, query)}
 
 
 def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
@@ -136,12 +136,12 @@ def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked,
     as plain rows: the caller writes them (:func:`locked_rows.write`)."""
     query = (
-        locked_rows.selecting()
+        locked_rows.selecting(InstanceRow)
         .where(*_heartbeat_due(now))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(limit)
     )
-    return locked_rows.rows(session, _skip_locked(session, query))
+    return locked_rows.rows(session, InstanceRow, _skip_locked(session, query))
 
 
 def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
@@ -163,7 +163,7 @@ def claim_outbox(
     message_id: int | None = None,
     instance_id: str | None = None,
     owner: str | None = None,
-) -> list[Message]:
+) -> list[MessageRow]:
     """Lease due outbound messages: ``queued`` ones whose time has come, and
     ``sending`` ones whose sender died (their lease ran out). Each is marked
     ``sending`` with one more attempt before the channel is called.
@@ -173,7 +173,7 @@ def claim_outbox(
     backing off, or being sent by a live worker); due ones go together, in order.
     """
     earlier = aliased(Message)
-    query = select(Message).where(
+    query = locked_rows.selecting(MessageRow).where(
         Message.status.in_(OUTBOX_PENDING),
         Message.next_attempt_at <= now,
         ~exists().where(
@@ -188,12 +188,13 @@ def claim_outbox(
     if instance_id is not None:
         query = query.where(Message.instance_id == instance_id)
     query = query.order_by(Message.id).limit(limit)
-    rows = list(session.scalars(_skip_locked(session, query)).all())
+    rows = locked_rows.rows(session, MessageRow, _skip_locked(session, query))
     for message in rows:
         message.status = MessageStatus.SENDING.value
         message.attempts += 1
         message.next_attempt_at = now + lease
         message.lease_owner = owner
+    locked_rows.write(session, rows)
     return rows
 
 

@@ -1,17 +1,18 @@
-"""Instances a daemon's batch changes, as plain objects written back with one
+"""Rows a daemon's batch changes, as plain objects written back with one
 statement per shape of change.
 
 The ORM's unit of work costs more per row than the rest of what a follow-up
-does in Python: loading an instance into the identity map, the instrumented
+does in Python: loading a row into the identity map, the instrumented
 attribute sets and the flush that collects them came to about a quarter of a
 follow-up's time (``docs/performance.md``). The hot path (a pulse's heartbeat
-firings, turn claims and turn commits) therefore locks its instances as
-:class:`InstanceRow`: plain attributes and a copy of what was read.
-:func:`write` sends what changed as one ``executemany`` UPDATE per set of
-changed columns, before the transaction commits.
+firings, turn claims, turn commits and outbox claims) therefore locks its
+instances and messages as :class:`InstanceRow` and :class:`MessageRow`: plain
+attributes and a copy of what was read. :func:`write` sends what changed as
+one ``executemany`` UPDATE per table and set of changed columns.
 
-The state machine takes either kind (:data:`InstanceFields`), so there is one
-copy of it. Two rules keep a plain row honest, since no session tracks it:
+The state machine and the delivery gate take either kind
+(:data:`InstanceFields`, :data:`MessageFields`), so there is one copy of each.
+Two rules keep a plain row honest, since no session tracks it:
 
 - it is written (:func:`write_now`) before anything in the same transaction
   reads its row from the database (the slot check when a conversation ends, an
@@ -23,26 +24,50 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias, TypeVar
 
-from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy import Column, Select, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from relay.store.models import Instance, table_of
+from relay.store.models import Instance, Message, table_of
 
-#: Columns a batch never reads (long text, JSON): the turn context reads them
-#: as rows of its own when an agent needs them.
-_NOT_LOADED = frozenset({"objective", "subject", "meta", "result_schema", "template"})
-
-_TABLE = table_of(Instance)
-COLUMNS = tuple(column for column in _TABLE.c if column.key not in _NOT_LOADED)
-_KEYS = tuple(column.key for column in COLUMNS)
 _UNREAD = object()
 
 
-class InstanceRow:
-    """A locked instance as plain attributes (the columns below), with what was
-    read kept to compare."""
+class PlainRow:
+    """A locked row as plain attributes, with what was read kept to compare."""
+
+    table: ClassVar[Table]
+    #: The columns loaded (long text and JSON a batch never reads are left out).
+    columns: ClassVar[tuple[Column[Any], ...]]
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(values)
+        self._read = dict(values)
+
+    def take_changes(self) -> dict[str, Any]:
+        """The columns set to new values since the row was read or last written;
+        from now on they count as written."""
+        read = self._read
+        changed = {
+            key: value
+            for key, value in self.__dict__.items()
+            if key != "_read" and read.get(key, _UNREAD) != value
+        }
+        read.update(changed)
+        return changed
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._read.get('id')!r})"
+
+
+def _loaded(table: Table, *skipped: str) -> tuple[Column[Any], ...]:
+    return tuple(column for column in table.c if column.key not in skipped)
+
+
+class InstanceRow(PlainRow):
+    table = table_of(Instance)
+    columns = _loaded(table, "objective", "subject", "meta", "result_schema", "template")
 
     seq: int
     id: str
@@ -78,65 +103,78 @@ class InstanceRow:
     reply_seconds: float | None
     followups_sent: int
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self.__dict__.update(values)
-        self._read = dict(values)
 
-    def take_changes(self) -> dict[str, Any]:
-        """The columns set to new values since the row was read or last written;
-        from now on they count as written."""
-        read = self._read
-        changed = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key != "_read" and read.get(key, _UNREAD) != value
-        }
-        read.update(changed)
-        return changed
+class MessageRow(PlainRow):
+    table = table_of(Message)
+    columns = _loaded(table, "raw", "refs", "note")
 
-    def __repr__(self) -> str:
-        return f"InstanceRow(id={self.id!r}, state={self.state!r}, version={self.version})"
+    id: int
+    instance_id: str | None
+    contact_id: int
+    direction: str
+    author: str
+    body: str
+    status: str
+    channel: str | None
+    kind: str
+    delivery_status: str | None
+    delivery_updated_at: datetime | None
+    idempotency_key: str | None
+    provider_message_id: str | None
+    attempts: int
+    next_attempt_at: datetime | None
+    lease_owner: str | None
+    proactive: int
+    last_error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+    processed_at: datetime | None
 
 
 #: What the state machine takes: either kind of instance has the columns it uses.
 InstanceFields: TypeAlias = Instance | InstanceRow
+#: What the delivery gate takes: either kind of outbox row.
+MessageFields: TypeAlias = Message | MessageRow
+
+R = TypeVar("R", bound=PlainRow)
 
 
-def selecting() -> Select[Any]:
+def selecting(kind: type[PlainRow]) -> Select[Any]:
     """``SELECT`` of the loaded columns (add the WHERE, order and lock)."""
-    return select(*COLUMNS)
+    return select(*kind.columns)
 
 
-def rows(session: Session, query: Select[Any]) -> list[InstanceRow]:
-    """Run a :func:`selecting` query: one plain row per instance."""
-    return [InstanceRow(dict(zip(_KEYS, values, strict=True))) for values in session.execute(query)]
+def rows(session: Session, kind: type[R], query: Select[Any]) -> list[R]:
+    """Run a :func:`selecting` query: one plain row per result row."""
+    keys = [column.key for column in kind.columns]
+    return [kind(dict(zip(keys, values, strict=True))) for values in session.execute(query)]
 
 
-def write(session: Session, changed: Iterable[InstanceFields]) -> None:
-    """Write what changed on plain rows: one ``executemany`` per set of changed
-    columns (a batch of firings changes the same columns of every row: one
-    statement). ORM instances among them are left to the session's flush."""
-    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+def write(session: Session, changed: Iterable[object]) -> None:
+    """Write what changed on plain rows: one ``executemany`` per table and set of
+    changed columns (a batch of firings changes the same columns of every row:
+    one statement). ORM objects among them are left to the session's flush."""
+    shapes: dict[tuple[Table, tuple[str, ...]], list[dict[str, Any]]] = {}
     for row in changed:
-        if not isinstance(row, InstanceRow):
+        if not isinstance(row, PlainRow):
             continue
         changes = row.take_changes()
         if changes:
-            shape = tuple(sorted(changes))
-            changes["_id"] = row.id
+            shape = (row.table, tuple(sorted(changes)))
+            changes["_id"] = row._read["id"]
             shapes.setdefault(shape, []).append(changes)
-    for shape, params in shapes.items():
+    for (table, keys), params in shapes.items():
         statement = (
-            update(_TABLE)
-            .where(_TABLE.c.id == bindparam("_id"))
-            .values({key: bindparam(key) for key in shape})
+            update(table)
+            .where(table.c.id == bindparam("_id"))
+            .values({key: bindparam(key) for key in keys})
         )
         session.execute(statement, params)
 
 
-def write_now(session: Session, instance: InstanceFields) -> None:
-    """Make the instance's changes visible to the transaction's next queries."""
-    if isinstance(instance, InstanceRow):
-        write(session, [instance])
+def write_now(session: Session, row: object) -> None:
+    """Make the row's changes visible to the transaction's next queries."""
+    if isinstance(row, PlainRow):
+        write(session, [row])
     else:
         session.flush()
