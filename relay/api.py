@@ -41,7 +41,6 @@ from relay.core.errors import (
     Undeliverable,
 )
 from relay.engine import service
-from relay.engine.chat_links import ChatLink
 from relay.engine.report_views import (
     ContactRow,
     EventView,
@@ -58,15 +57,16 @@ from relay.engine.views import (
     StatusView,
     TransitionView,
 )
-from relay.runner.logs import configure_logging
 from relay.store.database import open_store
 
 if TYPE_CHECKING:
     from relay.engine.campaigns import ImportReport
+    from relay.engine.chat_links import ChatLink
     from relay.engine.doctor import Finding
     from relay.engine.inbound import IngestReport
     from relay.engine.program import parse_meta
     from relay.runner.demo import DemoResult
+    from relay.runner.logs import configure_logging
     from relay.runner.pulse import PulseReport
 
 __all__ = [
@@ -111,9 +111,12 @@ __all__ = [
     "upgrade_schema",
 ]
 
-#: Names loaded on first use: most commands never import a CSV or parse --meta.
+#: Names loaded on first use: most commands never import a CSV, parse --meta, link
+#: a chat or configure the daemon's logging.
 _LAZY = {
+    "ChatLink": "relay.engine.chat_links",
     "ImportReport": "relay.engine.campaigns",
+    "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.program",
 }
 
@@ -125,7 +128,6 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(module), name)
-
 
 
 class Relay(service.Relay):

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from relay import __version__
-from relay.cli import coercion, placeholders, render
+from relay.cli import coercion, placeholders, render, resume_collector
 from relay.cli.session import state
 from relay.core.errors import Refused, RelayError
 
@@ -173,6 +173,7 @@ def register() -> None:
 
 
 register()
+resume_collector()  # paused by relay.cli while the command loaded
 
 
 def _is_framework_exception(exc: BaseException) -> bool:

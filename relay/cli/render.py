@@ -16,15 +16,17 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from relay.core.clock import isoformat
 from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _console: Console | None = None
 
@@ -48,6 +50,9 @@ def _visible(match: re.Match[str]) -> str:
 def console() -> Console:
     global _console
     if _console is None:
+        # Imported on first use: --json and piped output never build a console.
+        from rich.console import Console
+
         _console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
     return _console
 

@@ -43,9 +43,16 @@ class Session:
 
     def relay(self) -> Relay:
         if self._relay is None:
-            from relay.api import Relay
+            import sys
 
-            self._relay = Relay.open(self.config())
+            from relay.cli import collector_paused
+
+            # The first open loads the API, SQLAlchemy and the models: paused
+            # (see relay.cli). Later opens in the same process load nothing new.
+            with collector_paused(when="relay.api" not in sys.modules):
+                from relay.api import Relay
+
+                self._relay = Relay.open(self.config())
             self._relay.actor = self.actor
         return self._relay
 

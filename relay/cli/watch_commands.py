@@ -19,7 +19,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Group
 from rich.text import Text
 
 from relay.cli import render
@@ -120,6 +119,7 @@ def _plain(filters: dict[str, Any], every: float, count: int) -> None:
 
 
 def _live(filters: dict[str, Any], every: float, count: int) -> None:
+    from rich.console import Group
     from rich.live import Live
 
     console = render.console()

@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from relay.core.secrets import is_secret_key
-from relay.engine import events
 
 #: The actor of a command an operator ran (the person is :func:`os_user` or ``--actor``).
 OPERATOR = "operator"
@@ -46,4 +45,8 @@ def record(
         if value is not None and key not in _WITHHELD and not is_secret_key(key)
     }
     data = {"command": command, "args": kept}
+    # Imported here: the event log (and its models) is the write side; a read
+    # command that only asks for OPERATOR or os_user() loads none of it.
+    from relay.engine import events
+
     events.record(session, events.Kind.COMMAND, instance_id, data, now, actor=actor)

@@ -13,8 +13,6 @@ from typing import Any
 
 from relay.config import Config
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine import chat_links
-from relay.engine.backends import channel_kind, setup_problems
 from relay.store import queries
 from relay.store.database import Store
 
@@ -57,6 +55,8 @@ class BackendChecks:
 
     def _reach(self, channel: str, address: str) -> str:
         """Where ``channel`` reaches the contact ``address``: its bound chat, if any."""
+        from relay.engine import chat_links
+
         with self.store.read_transaction() as session:
             person = queries.contact_by_address(session, address)
             if person is None:
@@ -71,6 +71,7 @@ class BackendChecks:
         from relay.agents.base import agent_names
         from relay.channels.base import channel_kinds
         from relay.core.windows import parse_window
+        from relay.engine.backends import channel_kind, setup_problems
 
         if agent not in agent_names():
             raise InvalidInput(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
@@ -91,6 +92,7 @@ class BackendChecks:
         self, channel: str, sid: str | None, variables: Mapping[str, str] | None
     ) -> dict[str, Any] | None:
         from relay.core.templates import content_template
+        from relay.engine.backends import channel_kind
 
         template = content_template(sid, variables)
         kind = channel_kind(self.config, channel)

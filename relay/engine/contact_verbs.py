@@ -11,16 +11,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.orm import Session
 
-from relay.engine import audit, chat_links, contacts, inbound
+from relay.engine import audit, contacts
 from relay.engine.addresses import Address
-from relay.engine.chat_links import ChatLink
-from relay.engine.new_conversation import check_timezone
 from relay.engine.views import ContactView, MessageView
 from relay.store import contact_rows, queries
 from relay.store.database import Store
 from relay.store.models import Contact
 
 if TYPE_CHECKING:
+    from relay.engine.chat_links import ChatLink
     from relay.engine.service import Relay
 
 
@@ -46,6 +45,8 @@ class ContactVerbs:
     def contact_link(self, channel: str, contact: str) -> ChatLink:
         """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
         ``contact`` (see :mod:`relay.engine.chat_links`)."""
+        from relay.engine import chat_links
+
         return chat_links.link(cast("Relay", self), channel, contact)
 
     def contact(self, contact: str) -> ContactView:
@@ -71,6 +72,8 @@ class ContactVerbs:
 
     def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
         """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+        from relay.engine import inbound
+
         address = self.normalise(contact)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
@@ -79,6 +82,8 @@ class ContactVerbs:
             return self._contact_view(session, person)
 
     def opt_in(self, contact: str) -> ContactView:
+        from relay.engine import inbound
+
         address = self.normalise(contact)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=False)
@@ -89,6 +94,8 @@ class ContactVerbs:
     def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
         address = self.normalise(contact)
         if timezone is not None:
+            from relay.engine.new_conversation import check_timezone
+
             check_timezone(timezone)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)

@@ -17,7 +17,6 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import operations
 from relay.engine.report_views import (
     ContactRow,
     EventView,
@@ -27,7 +26,7 @@ from relay.engine.report_views import (
     WatchRow,
 )
 from relay.engine.views import DaemonView, StatusView
-from relay.store import arrivals, claims, queries, status_counts
+from relay.store import arrivals, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store
 from relay.store.models import Daemon, Instance, Message
@@ -108,6 +107,8 @@ class Lookups:
 
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""
+        from relay.engine import operations
+
         with self.store.read_transaction() as session:
             return operations.contact_rows(session, campaign=campaign, limit=limit)
 
@@ -177,6 +178,8 @@ class Lookups:
     def inbox(self, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
         """Inbound no conversation took: unrouted, late (its conversation had ended)
         and rejected (no usable sender), newest first; ``kinds`` None: all three."""
+        from relay.engine import operations
+
         chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
         with self.store.read_transaction() as session:
             return operations.inbox(session, kinds=chosen, limit=limit)
@@ -184,6 +187,8 @@ class Lookups:
     # -- status -------------------------------------------------------------
 
     def status(self) -> StatusView:
+        from relay.store import claims  # the daemon's claiming module, only for its counts
+
         with self.store.read_transaction() as session:
             states = status_counts.instances_by_state(session)
             # Only the statuses shown (an index range, not every message ever sent).

@@ -9,32 +9,32 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from sqlalchemy.orm import Session
 
-from relay.channels.base import Incoming
 from relay.config import Config, load_config
 from relay.core.clock import Clock, SystemClock
 from relay.core.errors import InvalidInput, Refused
 from relay.core.states import TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, MessageStatus
-from relay.engine import audit, forecast, inbound, operations, transitions
-from relay.engine import events as event_log
+from relay.engine import audit, forecast
 from relay.engine.addresses import Address, normalise_address
 from relay.engine.audit import OPERATOR
 from relay.engine.contact_verbs import ContactVerbs
 from relay.engine.lookups import Lookups, parse_state
-from relay.engine.new_conversation import clean_text
-from relay.engine.outgoing import cancel_outbox, queue_outbound
 from relay.engine.report_views import why
 from relay.engine.starting import Starting
-from relay.engine.transitions import previous_of
 from relay.engine.views import InstanceView, MessageView, TransitionView
 from relay.store import arrivals, instance_rows, queries
 from relay.store.database import Store, open_store
 from relay.store.models import Contact, Instance
 
+# The write side (transitions, audit, inbound, the outbox) is imported by the
+# verbs that use it: a read command (list, show, status) loads none of it.
+if TYPE_CHECKING:
+    from relay.channels.base import Incoming
+    from relay.engine import inbound
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
 
@@ -127,6 +127,8 @@ class Relay(Starting, ContactVerbs, Lookups):
             rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
         if not commands:
             return rows
+        from relay.engine import events as event_log
+
         audited = self.events(instance_ids=[instance.id], kinds=[event_log.Kind.COMMAND.value])
         rows += [TransitionView.command(event) for event in audited]
         # Stable: a command and the state change it caused share a time; the
@@ -160,6 +162,9 @@ class Relay(Starting, ContactVerbs, Lookups):
         actor: str = OPERATOR,
         paused_until: datetime | None = None,
     ) -> InstanceView:
+        from relay.engine import transitions
+        from relay.engine.outgoing import cancel_outbox
+
         with self.store.transaction() as session:
             instance = queries.resolve_instance(session, instance_id, lock=True)
             now = self.now()
@@ -193,6 +198,11 @@ class Relay(Starting, ContactVerbs, Lookups):
         """Queue an operator message; from NEEDS_HUMAN_INTERVENTION it moves the
         instance on (manual_send, then message_sent: the operator's message is
         the turn, so the conversation waits for the contact's reply)."""
+        from relay.engine import events as event_log
+        from relay.engine import transitions
+        from relay.engine.new_conversation import clean_text
+        from relay.engine.outgoing import queue_outbound
+
         body = clean_text(text, "message")
         with self.store.transaction() as session:
             instance = queries.resolve_instance(session, instance_id, lock=True)
@@ -202,7 +212,7 @@ class Relay(Starting, ContactVerbs, Lookups):
                     f"instance {instance.id} is {state.value}; a finished conversation "
                     "takes no more messages"
                 )
-            if not holds_slot(state, previous_of(instance)):
+            if not holds_slot(state, transitions.previous_of(instance)):
                 raise Refused(
                     f"instance {instance.id} is {state.value}, waiting for the contact's "
                     "live conversation to end; send on that one, or cancel it first"
@@ -242,6 +252,9 @@ class Relay(Starting, ContactVerbs, Lookups):
         A message a channel delivers twice (same ``provider_message_id`` on the
         same channel) is recorded once; the second call returns the first row.
         """
+        from relay.engine import inbound
+        from relay.engine.new_conversation import clean_text
+
         address = self.address(contact)
         body = clean_text(text, "message")
         arrival = inbound.Arrival(address, body, channel, provider_message_id)
@@ -263,6 +276,8 @@ class Relay(Starting, ContactVerbs, Lookups):
         was read is either all stored with the position after it, or not at all
         and read again. A pushed request (``relay serve``) passes no position.
         """
+        from relay.engine import inbound
+
         with self.store.transaction() as session:
             arrivals.lock_channel(session, channel)
             now = self.now()
@@ -290,10 +305,14 @@ class Relay(Starting, ContactVerbs, Lookups):
             return arrivals.channel_cursor(session, channel)
 
     def keywords(self) -> inbound.Keywords:
+        from relay.engine import inbound
+
         optout = self.config.settings.optout
         return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords)
 
     def retry(self, message_id: int) -> MessageView:
         """Queue a failed delivery again; refused unless its conversation is live."""
+        from relay.engine import operations
+
         with self.store.transaction() as session:
             return operations.retry(session, message_id, self.now())

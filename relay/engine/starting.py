@@ -21,7 +21,7 @@ from relay.config import Config
 from relay.core.errors import InvalidInput, OptedOut, Undeliverable
 from relay.core.states import Event, State
 from relay.core.values import TodoStatus
-from relay.engine import audit, contacts, transitions
+from relay.engine import audit, contacts
 from relay.engine.addresses import Address
 from relay.engine.audit import OPERATOR
 from relay.engine.backend_checks import BackendChecks
@@ -208,6 +208,8 @@ class Starting(BackendChecks):
                 f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
                 "`relay contact deliverable` clears it once the address is fixed"
             )
+        from relay.engine import transitions
+
         merge_contact_fields(person, spec, now)
         instance = self._insert_instance(session, person, spec, now)
         instance.meta = spec.meta or None
@@ -307,6 +309,8 @@ class Starting(BackendChecks):
         every conversation that frees the slot, so what is seen here is what is;
         the unique index stays as the last word.
         """
+        from relay.engine import transitions
+
         taken = queries.slot_holder(session, instance.contact_id) is not None
         if not taken:
             try:

@@ -21,7 +21,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from relay.core.errors import ConfigError, SchemaOutOfDate
 from relay.core.secrets import mask_text, mask_url
-from relay.store import events as _events  # noqa: F401  (event rows insert at commit)
+
+# relay.store.events (whose listeners insert event rows at commit) is not imported
+# here: whatever adds an event row imports it first, and a read command adds none.
 
 # The newest Alembic revision this code expects. A test checks that it is the
 # head of migrations/, so read commands can check the schema without alembic.

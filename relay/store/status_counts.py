@@ -8,13 +8,35 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from relay.core.states import State
 from relay.core.values import Direction
 from relay.store import queries
 from relay.store.models import Instance, Message
 
+#: The state counted as "all the rest" on SQLite: finished conversations are most
+#: of a store's history, and the one count that would grow with it.
+_BY_TOTAL = State.COMPLETED.value
+_COUNTED = tuple(s.value for s in State if s.value != _BY_TOTAL)
+
 
 def instances_by_state(session: Session) -> dict[str, int]:
-    return queries.count_by(session, Instance.state)
+    """Conversations per state (states with none left out).
+
+    On SQLite ``GROUP BY state`` steps through every row of the state index (45 ms
+    at a million conversations). There the other states are counted by index
+    ranges and COMPLETED is the total minus them: SQLite answers a bare
+    ``count(*)`` from the b-tree's pages (2 ms at a million), so the cost follows
+    the conversations that are not completed. PostgreSQL scans the table for a
+    total either way, so it groups in one statement.
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        return queries.count_by(session, Instance.state)
+    counts = queries.count_by(session, Instance.state, Instance.state.in_(_COUNTED))
+    total = int(session.scalar(select(func.count()).select_from(Instance)) or 0)
+    rest = total - sum(counts.values())
+    if rest:
+        counts[_BY_TOTAL] = rest
+    return counts
 
 
 def outbound_by_status(session: Session, statuses: Sequence[str]) -> dict[str, int]:

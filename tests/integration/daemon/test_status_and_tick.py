@@ -130,3 +130,30 @@ def test_daemon_status_without_a_daemon(cli: Callable[..., Any]) -> None:
     }
     stopped = cli("daemon", "stop")
     assert stopped.exit_code == 0 and "no daemon is running here" in stopped.stdout
+
+
+def test_status_counts_states_as_one_grouping_would(relay: Relay) -> None:
+    """On SQLite COMPLETED is the total minus the other states' counts; with none
+    completed, and with some, the figures are those of a plain GROUP BY."""
+    from sqlalchemy import func, select, update
+
+    from relay.store.models import Instance
+
+    def grouped() -> dict[str, int]:
+        with relay.store.read_transaction() as session:
+            rows = session.execute(select(Instance.state, func.count()).group_by(Instance.state))
+            return {state: int(count) for state, count in rows}
+
+    def shown() -> dict[str, int]:
+        return {state: count for state, count in relay.status().states.items() if count}
+
+    ids = [relay.start(f"+1 555 123 {n:04d}", "Count me", ["Which day?"]).id for n in range(5)]
+    relay.cancel(ids[0])
+    assert shown() == grouped() and "COMPLETED" not in shown()
+    with relay.store.transaction() as session:
+        session.execute(
+            update(Instance)
+            .where(Instance.id.in_(ids[1:3]))
+            .values(state="COMPLETED", contact_slot=None)
+        )
+    assert shown() == grouped() and shown()["COMPLETED"] == 2

@@ -1,0 +1,78 @@
+"""A read command loads no write side: each runs in a fresh interpreter (as a user
+runs it) and reports which modules it loaded. Deterministic, unlike timing it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relay.store.migrate import upgrade_url
+
+#: Modules a read command must not load: migrations, the scheduler, HTTP, the
+#: write side of the engine, agents and channels, Rich's console (for --json).
+NOT_FOR_READS = (
+    "alembic",
+    "apscheduler",
+    "httpx",
+    "relay.engine.transitions",
+    "relay.engine.turns",
+    "relay.engine.inbound",
+    "relay.engine.outbox",
+    "relay.engine.campaigns",
+    "relay.engine.chat_links",
+    "relay.engine.backends",
+    "relay.store.events",
+    "relay.agents.base",
+    "relay.channels.base",
+    "relay.runner.pulse",
+    "rich.console",
+)
+
+PROBE = """
+import json, sys
+from relay.cli.main import run
+try:
+    run(sys.argv[1:])
+except SystemExit as exit:
+    assert not exit.code, exit.code
+loaded = [name for name in json.loads(sys.stdin.read()) if name in sys.modules]
+print(json.dumps(loaded), file=sys.stderr)
+"""
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path, make_relay: Callable[..., Any]) -> tuple[str, str]:
+    url = f"sqlite:///{tmp_path / 'relay.db'}"
+    upgrade_url(url)
+    started = make_relay(url).start("+1 555 123 0001", "Cold reads", ["Which day?"])
+    return url, started.id
+
+
+@pytest.mark.parametrize(
+    ("command", "also_not"),
+    [
+        (["list", "--json"], ("relay.store.claims",)),
+        # status counts due work with the claiming module's own statements.
+        (["status", "--json"], ()),
+        (["show"], ("relay.store.claims",)),
+    ],
+)
+def test_a_read_command_loads_no_write_side(
+    sqlite_url: tuple[str, str], command: list[str], also_not: tuple[str, ...]
+) -> None:
+    url, instance_id = sqlite_url
+    args = [*command, instance_id, "--json"] if command == ["show"] else command
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--database", url, *args],
+        input=json.dumps([*NOT_FOR_READS, *also_not]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stderr.splitlines()[-1]) == []
