@@ -9,22 +9,36 @@ made, the cyclic collector walks them again and again and frees none: about
 loaded is frozen (``gc.freeze``: later collections skip it, and the first one
 does not walk it all at once); the collector runs as usual for the command
 itself, so the daemon and ``relay watch`` collect as always.
+
+Only the ``relay`` command itself (the console script, ``python -m relay``)
+pauses: a program that imports one of these modules (a test, a host that
+embeds relay) keeps its collector as it was.
 """
 
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import PurePath
+
+
+def _is_the_relay_command() -> bool:
+    script = PurePath(sys.argv[0]) if sys.argv and sys.argv[0] else PurePath()
+    return script.stem == "relay" or script.parts[-2:] == ("relay", "__main__.py")
+
 
 _collecting = gc.isenabled()
-gc.disable()
+_paused = _collecting and _is_the_relay_command()
+if _paused:
+    gc.disable()
 
 
 def resume_collector() -> None:
-    """End the pause that importing this package began (as it was before it)."""
-    gc.freeze()
-    if _collecting:
+    """End the pause that importing this package began, if it began one."""
+    if _paused:
+        gc.freeze()
         gc.enable()
 
 
