@@ -164,12 +164,20 @@ def write(session: Session, changed: Iterable[object]) -> None:
             changes["_id"] = row._read["id"]
             shapes.setdefault(shape, []).append(changes)
     for (table, keys), params in shapes.items():
-        statement = (
-            update(table)
-            .where(table.c.id == bindparam("_id"))
-            .values({key: bindparam(key) for key in keys})
-        )
-        session.execute(statement, params)
+        update_by_id(session, table, keys, params)
+
+
+def update_by_id(
+    session: Session, table: Table, keys: Iterable[str], params: list[dict[str, Any]]
+) -> None:
+    """One ``executemany`` UPDATE of ``keys`` on rows of ``table`` by id; each
+    parameter set holds the row's id as ``_id`` and a value for every key."""
+    statement = (
+        update(table)
+        .where(table.c.id == bindparam("_id"))
+        .values({key: bindparam(key) for key in keys})
+    )
+    session.execute(statement, params)
 
 
 def write_now(session: Session, row: object) -> None:

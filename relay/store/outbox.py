@@ -7,11 +7,17 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Result, ScalarResult, insert, select, update
+from sqlalchemy import Result, ScalarResult, insert, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
+from relay.store.locked_rows import update_by_id
 from relay.store.models import Message, table_of
+
+#: What recording a delivery writes on its outbox row.
+SENT_COLUMNS = (
+    "status", "provider_message_id", "sent_at", "next_attempt_at", "last_error", "lease_owner"
+)  # fmt: skip
 
 
 def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
@@ -37,18 +43,17 @@ def queued_of(session: Session, instance_id: str) -> ScalarResult[Message]:
 
 def record_sent(session: Session, deliveries: Iterable[tuple[int, str, datetime]]) -> None:
     """Mark delivered messages (id, provider id, time) sent: one executemany for the batch."""
-    session.execute(
-        update(Message),
-        [
-            {
-                "id": message_id,
-                "status": MessageStatus.SENT.value,
-                "provider_message_id": provider_id,
-                "sent_at": at,
-                "next_attempt_at": None,
-                "last_error": None,
-                "lease_owner": None,
-            }
-            for message_id, provider_id, at in deliveries
-        ],
-    )
+    params = [
+        {
+            "_id": message_id,
+            "status": MessageStatus.SENT.value,
+            "provider_message_id": provider_id,
+            "sent_at": at,
+            "next_attempt_at": None,
+            "last_error": None,
+            "lease_owner": None,
+        }
+        for message_id, provider_id, at in deliveries
+    ]
+    if params:
+        update_by_id(session, table_of(Message), SENT_COLUMNS, params)
