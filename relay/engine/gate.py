@@ -1,10 +1,13 @@
-"""Whether an outbound message may go now: the dispatcher asks twice, when it
-claims a batch and again under lock just before each send.
+"""Whether an outbound message may go now: the dispatcher asks when it claims a
+batch, and again under the conversation's lock just before sending each group
+(on SQLite, not for a group sent straight after its claim).
 
-Asking again at the last moment is what makes an acknowledged ``relay cancel``
-or ``relay pause`` final: a message written earlier (the rest of a multi-message
+Asking at the last moment is what makes an acknowledged ``relay cancel`` or
+``relay pause`` final: a message written earlier (the rest of a multi-message
 turn, a retry waiting out its backoff, a send left ``sending`` by a crashed
 daemon) is held or cancelled here instead of reaching the contact afterwards.
+A SQLite claim asked a moment before holding the database's write lock, so no
+pause or cancel could come between (``relay.engine.outbox.FRESH``).
 """
 
 from __future__ import annotations

@@ -52,10 +52,11 @@ DELIVERY_BATCH = 100
 #: the channel counts, not the confirming and recording transactions (slow on a
 #: busy machine, and cheaper per message the bigger the group).
 BATCH_SECONDS = 0.25
-#: For this long after a claim, its first group is sent without a confirming
-#: transaction: the claim has just screened (opt-out, pause, windows, rates) and
-#: leased those rows, so confirming again would ask the same questions of the same
-#: rows. Later groups, sent after earlier sends took their time, are confirmed.
+#: For this long after a claim on SQLite, its first group is sent without a
+#: confirming transaction: the claim has just screened (opt-out, pause, windows,
+#: rates) and leased those rows holding the database's write lock, so confirming
+#: again would ask the same questions of the same rows. Later groups, sent after
+#: earlier sends took their time, are confirmed (see ``deliver_due``).
 FRESH = timedelta(seconds=1)
 
 
@@ -112,16 +113,23 @@ class Dispatcher:
             claimed = {m.id: m.attempts for m in batch}
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
-        # and drop back to one message when it is slow. The first group goes out
-        # on the claim itself while that is fresh: the claim screened and leased
-        # the same rows a moment ago, which is all a confirmation would do again.
-        fresh_until = self.relay.now() + FRESH
+        # and drop back to one message when it is slow. Where the claim held off
+        # every other writer (SQLite), the first group goes out on the claim while
+        # it is fresh: it screened and leased the same rows a moment ago, and no
+        # pause or cancel could come between, which is all a confirmation would
+        # add. On PostgreSQL the claim does not lock the conversations, so a pause
+        # committed meanwhile must be seen: every group is confirmed.
+        fresh_until = self.relay.now() + FRESH if self.relay.store.writers_serialised else None
         position = 0
         while position < len(ready):
             group = ready[position : position + self.group_size]
             position += len(group)
             self._channel_seconds = 0.0
-            fresh = position == len(group) and self.relay.now() < fresh_until
+            fresh = (
+                position == len(group)
+                and fresh_until is not None
+                and self.relay.now() < fresh_until
+            )
             self._send_group(group, claimed, report, confirmed=fresh)
             quick = self._channel_seconds < BATCH_SECONDS
             self.group_size = min(DELIVERY_BATCH, self.group_size * 4) if quick else 1

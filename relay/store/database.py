@@ -161,6 +161,13 @@ class Store:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    @property
+    def writers_serialised(self) -> bool:
+        """Whether a write transaction excludes every other writer from its first
+        read to its commit (SQLite's ``BEGIN IMMEDIATE``): what it read cannot
+        change under it, even rows it did not lock. PostgreSQL locks rows."""
+        return self.dialect == "sqlite"
+
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         with self._sessions() as session, session.begin():
