@@ -14,6 +14,9 @@ first heartbeat firing (all fall due at once: the p99 of a burst).
 On SQLite the reference is raw ``sqlite3`` doing the writes a follow-up needs at
 minimum (an UPDATE of the instance and two INSERTs, a message and a transition;
 transactions of 100) on the same file, same pragmas, just after the daemons.
+A second reference does every row write relay does for a follow-up (11
+statements in relay's 4 transactions, see ``reference_sqlite_full``): the
+database's share of relay's cost, with nothing decided in Python.
 
     python bench/daemon_throughput.py --due 10000
     python bench/daemon_throughput.py --daemons 4 \
@@ -79,6 +82,11 @@ def main() -> int:
         table.append(("ratio", f"{figures['per_second'] / figures['reference_sqlite_per_s']:.2f}"))
         table.append(("reference CPU ms per follow-up",
                       f"{figures['reference_cpu_ms_per_followup']:.3f}"))
+        full = figures["reference_full_sqlite_per_s"]
+        table.append(("relay's write set, raw sqlite3 /s", f"{full:,.0f}"))
+        table.append(("ratio to it", f"{figures['per_second'] / full:.2f}"))
+        table.append(("its CPU ms per follow-up",
+                      f"{figures['reference_full_cpu_ms_per_followup']:.3f}"))
     emit(figures, args.json, table)
     return 0
 
@@ -139,6 +147,9 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
         rate, cpu_ms = reference_sqlite(bench.url, args.due)
         figures["reference_sqlite_per_s"] = rate
         figures["reference_cpu_ms_per_followup"] = cpu_ms
+        rate, cpu_ms = reference_sqlite_full(bench.url, args.due)
+        figures["reference_full_sqlite_per_s"] = rate
+        figures["reference_full_cpu_ms_per_followup"] = cpu_ms
     return figures
 
 
@@ -207,6 +218,76 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
                 "INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
                 "created_at) VALUES (?, 'HEARTBEAT_SCHEDULED', 'WAITING_FOR_REPLY', "
                 "'followup_sent', 'agent', ?)", (iid, stamp))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
+    conn.close()
+    return round(len(ids) / elapsed, 1), round(cpu / len(ids) * 1000, 4)
+
+
+def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
+    """Raw sqlite3 doing every row write relay does for a follow-up, in relay's
+    transactions, batches of 100: the firing (instance UPDATE, transition and
+    event INSERTs), the turn commit (instance UPDATE, message, transition and two
+    event INSERTs), the claim (message UPDATE) and the record of the send
+    (message UPDATE, event INSERT): 11 statements over 4 transactions. What a
+    follow-up costs the database alone, with no decision taken in Python."""
+    path = url.split(":///", 1)[1]
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    ids = [r[0] for r in conn.execute(
+        "SELECT id, contact_id FROM instances WHERE state = 'WAITING_FOR_REPLY' LIMIT ?",
+        (count,))]
+    contacts = dict(conn.execute("SELECT id, contact_id FROM instances").fetchall())
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    data = '{"from": "WAITING_FOR_REPLY", "to": "FOLLOWING_UP", "event": "heartbeat_fires"}'
+    event = ("INSERT INTO events (kind, instance_id, actor, data, created_at) "
+             "VALUES (?, ?, 'relay', ?, ?)")
+    transition = ("INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
+                  "created_at) VALUES (?, 'WAITING_FOR_REPLY', 'FOLLOWING_UP', 'x', 'relay', ?)")
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    for offset in range(0, len(ids), 100):
+        batch = ids[offset:offset + 100]
+        conn.execute("BEGIN IMMEDIATE")  # the firing
+        for iid in batch:
+            conn.execute("UPDATE instances SET state = 'FOLLOWING_UP', version = version + 1, "
+                         "updated_at = ?, next_heartbeat_at = NULL, lease_owner = 'ref', "
+                         "lease_expires_at = ? WHERE id = ?", (stamp, stamp, iid))
+            conn.execute(transition, (iid, stamp))
+            conn.execute(event, ("state", iid, data, stamp))
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")  # the turn commit
+        message_ids = []
+        for iid in batch:
+            conn.execute("UPDATE instances SET state = 'WAITING_FOR_REPLY', version = version + 1, "
+                         "updated_at = ?, next_heartbeat_at = ?, lease_owner = NULL, "
+                         "lease_expires_at = NULL, follow_up_count = follow_up_count + 1 "
+                         "WHERE id = ?", (stamp, stamp, iid))
+            cursor = conn.execute(
+                "INSERT INTO messages (instance_id, contact_id, direction, author, body, "
+                "status, channel, kind, idempotency_key, attempts, proactive, created_at, "
+                "next_attempt_at) VALUES (?, ?, 'outbound', 'agent', 'Just following up', "
+                "'queued', 'console', 'message', ?, 0, 1, ?, ?)",
+                (iid, contacts[iid], f"full-{iid}-{os.getpid()}", stamp, stamp))
+            message_ids.append(cursor.lastrowid)
+            conn.execute(transition, (iid, stamp))
+            conn.execute(event, ("state", iid, data, stamp))
+            conn.execute(event, ("outbound", iid, data, stamp))
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")  # the claim
+        conn.executemany("UPDATE messages SET status = 'sending', attempts = attempts + 1, "
+                         "next_attempt_at = ?, lease_owner = 'ref' WHERE id = ?",
+                         [(stamp, m) for m in message_ids])
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")  # the record of the sends
+        for iid, message_id in zip(batch, message_ids, strict=True):
+            conn.execute("UPDATE messages SET status = 'sent', provider_message_id = 'p', "
+                         "sent_at = ?, next_attempt_at = NULL, lease_owner = NULL WHERE id = ?",
+                         (stamp, message_id))
+            conn.execute(event, ("sent", iid, data, stamp))
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started

@@ -63,6 +63,10 @@ def collect(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "followups_per_s_sqlite": sqlite["per_second"],
         "reference_sqlite_per_s": sqlite["reference_sqlite_per_s"],
         "sqlite_vs_reference": round(sqlite["per_second"] / sqlite["reference_sqlite_per_s"], 3),
+        "reference_full_sqlite_per_s": sqlite["reference_full_sqlite_per_s"],
+        "sqlite_vs_full_reference": round(
+            sqlite["per_second"] / sqlite["reference_full_sqlite_per_s"], 3),
+        "cpu_ms_per_followup_sqlite": sqlite["cpu_ms_per_followup"],
         "burst_lateness_p99_s": sqlite["lateness_p99_s"],
         "lateness_p99_s": results["lateness"]["delivery_lateness"]["p99"],
         "rss_mb_100k": results["rss"]["peak_rss_mb"],
