@@ -13,7 +13,7 @@ HEADER = """\
 # CLI reference
 
 Generated from `relay … --help` by `python -m relay.cli.reference > docs/cli.md`;
-`tests/test_cli_reference.py` fails when this page and the code disagree.
+`tests/unit/test_cli_reference.py` fails when this page and the code disagree.
 
 Exit codes for every command: **0** success; **1** refused by the state machine
 (the message names the instance's state and the events allowed from it);
