@@ -113,12 +113,9 @@ class Dispatcher:
             claimed = {m.id: m.attempts for m in batch}
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
-        # and drop back to one message when it is slow. Where the claim held off
-        # every other writer (SQLite), the first group goes out on the claim while
-        # it is fresh: it screened and leased the same rows a moment ago, and no
-        # pause or cancel could come between, which is all a confirmation would
-        # add. On PostgreSQL the claim does not lock the conversations, so a pause
-        # committed meanwhile must be seen: every group is confirmed.
+        # and drop back to one message when it is slow. On SQLite the first group
+        # goes out on its fresh claim (see FRESH); on PostgreSQL the claim does not
+        # lock the conversations, so a pause committed meanwhile must be seen.
         fresh_until = self.relay.now() + FRESH if self.relay.store.writers_serialised else None
         position = 0
         while position < len(ready):
