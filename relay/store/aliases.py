@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from relay.store.among import among
 from relay.store.models import ContactAlias
 
 
@@ -33,7 +34,7 @@ def addresses_for(session: Session, pairs: Iterable[tuple[str, int]]) -> dict[tu
     if not wanted:
         return {}
     query = select(ContactAlias.channel, ContactAlias.contact_id, ContactAlias.address).where(
-        ContactAlias.contact_id.in_(sorted({i for _, i in wanted}))
+        among(session, ContactAlias.contact_id, sorted({i for _, i in wanted}))
     )
     return {(c, i): a for c, i, a in session.execute(query) if (c, i) in wanted}
 

@@ -19,6 +19,7 @@ from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
 from relay.store import locked_rows
+from relay.store.among import among
 from relay.store.database import affected
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
 from relay.store.models import Instance, Message
@@ -84,7 +85,7 @@ def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, Insta
     a circle), as plain rows: the caller writes them (:func:`locked_rows.write`)."""
     query = (
         locked_rows.selecting(InstanceRow)
-        .where(Instance.id.in_(instance_ids))
+        .where(among(session, Instance.id, instance_ids))
         .order_by(Instance.id)
         .with_for_update()
     )
@@ -97,7 +98,7 @@ def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
     if instance_ids:
         session.execute(
             select(Instance.id)
-            .where(Instance.id.in_(instance_ids))
+            .where(among(session, Instance.id, instance_ids))
             .order_by(Instance.id)
             .with_for_update()
         ).all()
@@ -110,7 +111,10 @@ def lock_message(session: Session, message_id: int) -> Message | None:
 def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message]:
     """Lock several outbox rows, in id order."""
     query = (
-        select(Message).where(Message.id.in_(message_ids)).order_by(Message.id).with_for_update()
+        select(Message)
+        .where(among(session, Message.id, message_ids))
+        .order_by(Message.id)
+        .with_for_update()
     )
     return {message.id: message for message in session.scalars(query)}
 

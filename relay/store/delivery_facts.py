@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Direction
+from relay.store.among import among
 from relay.store.models import Contact, Instance, Message
 
 
@@ -22,7 +23,7 @@ def contact_facts(session: Session, contact_ids: Collection[int]) -> dict[int, A
         Contact.undeliverable_reason,
         Contact.timezone,
         Contact.last_inbound_at,
-    ).where(Contact.id.in_(contact_ids))
+    ).where(among(session, Contact.id, contact_ids))
     return {row.id: row for row in session.execute(query)}
 
 
@@ -36,7 +37,7 @@ def instance_facts(session: Session, instance_ids: Collection[str]) -> dict[str,
         Instance.window,
         Instance.template,
         Instance.first_delivered_at,
-    ).where(Instance.id.in_(instance_ids))
+    ).where(among(session, Instance.id, instance_ids))
     return {row.id: row for row in session.execute(by_id)}
 
 
@@ -46,7 +47,7 @@ def last_inbound_ids(session: Session, instance_ids: Collection[str]) -> dict[st
     inbound = (
         select(Message.instance_id, func.max(Message.id))
         .where(
-            Message.instance_id.in_(instance_ids),
+            among(session, Message.instance_id, instance_ids),
             Message.direction == Direction.INBOUND.value,
         )
         .group_by(Message.instance_id)

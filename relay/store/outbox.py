@@ -11,6 +11,7 @@ from sqlalchemy import Result, ScalarResult, insert, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
+from relay.store.among import among
 from relay.store.locked_rows import update_by_id
 from relay.store.models import Message, table_of
 
@@ -28,7 +29,9 @@ def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
 def ids_by_key(session: Session, keys: Iterable[str]) -> Result[int, str | None]:
     """(id, idempotency key) of the messages with these keys (one indexed query)."""
     return session.execute(
-        select(Message.id, Message.idempotency_key).where(Message.idempotency_key.in_(list(keys)))
+        select(Message.id, Message.idempotency_key).where(
+            among(session, Message.idempotency_key, keys)
+        )
     )
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, aliased
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
 from relay.core.values import MessageStatus
+from relay.store.among import among
 from relay.store.models import (
     CONTACT_SLOT_INDEX,
     Contact,
@@ -180,7 +181,7 @@ def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]
 def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Todo]]:
     found: dict[str, list[Todo]] = {i: [] for i in instance_ids}
     for todo in session.scalars(
-        select(Todo).where(Todo.instance_id.in_(instance_ids)).order_by(Todo.position)
+        select(Todo).where(among(session, Todo.instance_id, instance_ids)).order_by(Todo.position)
     ):
         found[todo.instance_id].append(todo)
     return found
@@ -208,7 +209,7 @@ def transcripts_for(
         func.row_number()
         .over(partition_by=Message.instance_id, order_by=Message.id.desc())
         .label("recent"),
-    ).where(Message.instance_id.in_(instance_ids))
+    ).where(among(session, Message.instance_id, instance_ids))
     if said_only:
         query = query.where(Message.status.not_in(UNDELIVERABLE))
     ranked = query.subquery()
@@ -227,7 +228,8 @@ def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str,
     for row in session.execute(
         select(*CONTEXT_COLUMNS)
         .where(
-            Message.instance_id.in_(instance_ids), Message.status == MessageStatus.RECEIVED.value
+            among(session, Message.instance_id, instance_ids),
+            Message.status == MessageStatus.RECEIVED.value,
         )
         .order_by(Message.id)
     ):
@@ -250,7 +252,7 @@ def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, li
             Todo.required,
             Todo.answer,
         )
-        .where(Todo.instance_id.in_(instance_ids))
+        .where(among(session, Todo.instance_id, instance_ids))
         .order_by(Todo.position)
     ):
         found[row.instance_id].append(row)
@@ -264,7 +266,8 @@ def unprocessed_inbound_for(
     for message in session.scalars(
         select(Message)
         .where(
-            Message.instance_id.in_(instance_ids), Message.status == MessageStatus.RECEIVED.value
+            among(session, Message.instance_id, instance_ids),
+            Message.status == MessageStatus.RECEIVED.value,
         )
         .order_by(Message.id)
     ):
@@ -302,7 +305,7 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
     for instance_id, provider_id in session.execute(
         select(Message.instance_id, Message.provider_message_id)
         .where(
-            Message.instance_id.in_(instance_ids),
+            among(session, Message.instance_id, instance_ids),
             Message.provider_message_id.is_not(None),
             Message.status.not_in(UNDELIVERABLE),
         )

@@ -8,6 +8,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Scope
+from relay.store.among import among
 from relay.store.models import StateEntry
 
 
@@ -19,8 +20,10 @@ def entries_for(
         select(StateEntry).where(
             or_(
                 StateEntry.scope == Scope.APP.value,
-                (StateEntry.scope == Scope.CONTACT.value) & StateEntry.scope_id.in_(contact_ids),
-                (StateEntry.scope == Scope.INSTANCE.value) & StateEntry.scope_id.in_(instance_ids),
+                (StateEntry.scope == Scope.CONTACT.value)
+                & among(session, StateEntry.scope_id, contact_ids),
+                (StateEntry.scope == Scope.INSTANCE.value)
+                & among(session, StateEntry.scope_id, instance_ids),
             )
         )
     ).all()

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Result, select
 from sqlalchemy.orm import Session
 
+from relay.store.among import among
 from relay.store.models import Contact, Instance
 
 #: The instance columns a turn's context is built from.
@@ -34,5 +35,5 @@ def context_rows(session: Session, instance_ids: Iterable[str]) -> Result[Any]:
     return session.execute(
         select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
         .join(Contact, Contact.id == Instance.contact_id)
-        .where(Instance.id.in_(list(instance_ids)))
+        .where(among(session, Instance.id, instance_ids))
     )

@@ -1,0 +1,43 @@
+"""``among``: ``IN`` on SQLite, one array parameter on PostgreSQL, the same rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import insert, select
+
+from relay.store.among import among
+from relay.store.database import open_store
+from relay.store.models import EventRow, table_of
+
+AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("wanted", [[], ["i3"], [f"i{n}" for n in range(0, 120, 2)]])
+def test_among_finds_the_rows_whatever_the_number_of_values(db_url: str, wanted: list[str]) -> None:
+    store = open_store(db_url)
+    events = table_of(EventRow)
+    with store.transaction() as session:
+        session.execute(
+            insert(events),
+            [{"kind": "t", "instance_id": f"i{n}", "created_at": AT} for n in range(100)],
+        )
+        found = session.scalars(
+            select(events.c.instance_id).where(among(session, events.c.instance_id, wanted))
+        ).all()
+    assert sorted(found) == sorted(w for w in wanted if int(w[1:]) < 100)
+
+
+def test_postgresql_gets_one_parameter_whatever_the_batch(db_url: str) -> None:
+    store = open_store(db_url)
+    events = table_of(EventRow)
+    with store.transaction() as session:
+        statement = select(events.c.id).where(
+            among(session, events.c.instance_id, [f"i{n}" for n in range(100)])
+        )
+        text = str(statement.compile(session.get_bind()))
+    if store.dialect == "postgresql":
+        assert "= ANY (" in text and text.count("%(") == 1
+    else:
+        assert " IN (" in text
