@@ -186,9 +186,11 @@ def _figures(reader: ReadOnly, first_id: int, due_at: datetime,
     }
 
 
-def reference_sqlite(url: str, count: int) -> tuple[float, float]:
-    """Raw sqlite3: per follow-up an UPDATE and two INSERTs, transactions of 100;
-    (follow-ups per second, CPU milliseconds per follow-up)."""
+def _reference_store(
+    url: str, count: int
+) -> tuple[sqlite3.Connection, list[str], dict[str, int], str]:
+    """The daemon's file with relay's pragmas, ``count`` waiting instances, each
+    instance's contact, and a time stamp in the store's text."""
     path = url.split(":///", 1)[1]
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -198,7 +200,13 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
         "SELECT id, contact_id FROM instances WHERE state = 'WAITING_FOR_REPLY' LIMIT ?",
         (count,))]
     contacts = dict(conn.execute("SELECT id, contact_id FROM instances").fetchall())
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return conn, ids, contacts, datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def reference_sqlite(url: str, count: int) -> tuple[float, float]:
+    """Raw sqlite3: per follow-up an UPDATE and two INSERTs, transactions of 100;
+    (follow-ups per second, CPU milliseconds per follow-up)."""
+    conn, ids, contacts, stamp = _reference_store(url, count)
     started = time.perf_counter()
     cpu_started = time.process_time()
     for offset in range(0, len(ids), 100):
@@ -232,16 +240,7 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
     event INSERTs), the claim (message UPDATE) and the record of the send
     (message UPDATE, event INSERT): 11 statements over 4 transactions. What a
     follow-up costs the database alone, with no decision taken in Python."""
-    path = url.split(":///", 1)[1]
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    ids = [r[0] for r in conn.execute(
-        "SELECT id, contact_id FROM instances WHERE state = 'WAITING_FOR_REPLY' LIMIT ?",
-        (count,))]
-    contacts = dict(conn.execute("SELECT id, contact_id FROM instances").fetchall())
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    conn, ids, contacts, stamp = _reference_store(url, count)
     data = '{"from": "WAITING_FOR_REPLY", "to": "FOLLOWING_UP", "event": "heartbeat_fires"}'
     event = ("INSERT INTO events (kind, instance_id, actor, data, created_at) "
              "VALUES (?, ?, 'relay', ?, ?)")
