@@ -29,8 +29,9 @@ def _is_the_relay_command() -> bool:
     return script.stem == "relay" or script.parts[-2:] == ("relay", "__main__.py")
 
 
-_collecting = gc.isenabled()
-_paused = _collecting and _is_the_relay_command()
+#: Whether this process is the relay command: the only one that pauses.
+_COMMAND = _is_the_relay_command()
+_paused = _COMMAND and gc.isenabled()
 if _paused:
     gc.disable()
 
@@ -44,16 +45,14 @@ def resume_collector() -> None:
 
 @contextmanager
 def collector_paused(*, when: bool = True) -> Iterator[None]:
-    """No cyclic collection while loading modules that live for the process
-    (``when`` False: no pause, nothing frozen)."""
-    if not when:
+    """No cyclic collection while the relay command loads modules that live for
+    the process (``when`` False, or another process: no pause, nothing frozen)."""
+    if not (when and _COMMAND and gc.isenabled()):
         yield
         return
-    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
-        if enabled:
-            gc.enable()
+        gc.enable()

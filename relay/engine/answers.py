@@ -78,9 +78,10 @@ class Decided:
     applied by the commit as it is)."""
 
     actions: list[Action]
-    #: None when the actions are invalid beyond an answer to correct: the
-    #: commit checks them again and hands the conversation to a person.
+    #: None when the actions are invalid beyond an answer to correct (``error``
+    #: says why): the commit hands the conversation to a person.
     plan: TurnPlan | None
+    error: str | None = None
 
 
 def until_accepted(call: Callable[[TurnContext], list[Action]], context: TurnContext) -> Decided:
@@ -98,8 +99,8 @@ def until_accepted(call: Callable[[TurnContext], list[Action]], context: TurnCon
 def _checked(actions: list[Action], context: TurnContext) -> Decided:
     try:
         return Decided(actions, plan_for(actions, context))
-    except InvalidInput:
-        return Decided(actions, None)  # not an answer problem: for a person
+    except InvalidInput as exc:
+        return Decided(actions, None, exc.message)  # not an answer problem: for a person
 
 
 def _message_error(answer: RecordedAnswer, context: TurnContext) -> str | None:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from relay.core.errors import InvalidInput
 from relay.core.states import Event, State
 from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
@@ -126,12 +125,10 @@ class TurnCommitter:
     ) -> TurnOutcome:
         if instance is None or not self.ours(instance, version):
             return self.discarded(instance_id, context.reason, session)
-        try:
-            plan = decided.plan or answers.plan_for(decided.actions, context)
-        except InvalidInput as exc:
-            return self.intervene(
-                session, instance, context.reason, f"invalid agent action: {exc.message}"
-            )
+        plan = decided.plan
+        if plan is None:
+            why = f"invalid agent action: {decided.error}"
+            return self.intervene(session, instance, context.reason, why)
         seen = {m.id for m in context.new_messages}
         unseen = [m for m in loaded.inbound[instance_id] if m.id not in seen]
         if plan.stale_given(len(unseen)):

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
+from relay.store import queries
 from relay.store.models import ChannelCursor, InboundReject, Instance, Message
 
 
@@ -120,17 +121,11 @@ def latest_instance(session: Session, contact_id: int) -> Instance | None:
 
 def late_replies(session: Session, instance_id: str) -> int:
     """Inbound on an ended conversation that nobody has looked at."""
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Message)
-            .where(
-                Message.instance_id == instance_id,
-                Message.direction == Direction.INBOUND.value,
-                Message.status == MessageStatus.RECEIVED.value,
-            )
-        )
-        or 0
+    return queries.count_messages(
+        session,
+        instance_id,
+        Message.direction == Direction.INBOUND.value,
+        Message.status == MessageStatus.RECEIVED.value,
     )
 
 

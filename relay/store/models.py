@@ -50,6 +50,12 @@ REPLY_INDEXES = {
 }
 
 
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to the store; use timezone-aware UTC")
+    return value.astimezone(UTC)
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC in Python on every backend (SQLite keeps no zone)."""
 
@@ -59,9 +65,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to the store; use timezone-aware UTC")
-        value = value.astimezone(UTC)
+        value = _utc(value)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
@@ -82,9 +86,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         def to_text(value: datetime | None) -> str | None:
             if value is None:
                 return None
-            if value.tzinfo is None:
-                raise ValueError("naive datetime given to the store; use timezone-aware UTC")
-            return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+            return _utc(value).replace(tzinfo=None).isoformat(" ", "microseconds")
 
         return to_text
 

@@ -315,18 +315,15 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
     return {key: tuple(ids) for key, ids in found.items()}
 
 
+def count_messages(session: Session, instance_id: str, *where: Any) -> int:
+    """How many of the conversation's messages match ``where``."""
+    query = select(func.count()).select_from(Message)
+    return int(session.scalar(query.where(Message.instance_id == instance_id, *where)) or 0)
+
+
 def in_flight(session: Session, instance_id: str) -> int:
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Message)
-            .where(
-                Message.instance_id == instance_id,
-                Message.status == MessageStatus.SENDING.value,
-            )
-        )
-        or 0
-    )
+    """Messages claimed and being handed to a channel (they may still arrive)."""
+    return count_messages(session, instance_id, Message.status == MessageStatus.SENDING.value)
 
 
 def stranded_queues(session: Session) -> list[int]:

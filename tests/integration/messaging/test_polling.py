@@ -37,14 +37,12 @@ def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
         yield fake
 
 
-def poll(relay: Any) -> int:
-    return Pulse(relay, "test").poll(PulseReport())
-
-
-def test_telegram_updates_are_read_once_with_the_stored_offset(
+@pytest.fixture
+def telegram_relay(
     make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram
-) -> None:
-    relay = make_relay(
+) -> Any:
+    """A relay whose ``tg`` channel polls the fake Bot API."""
+    return make_relay(
         db_url,
         None,
         **{
@@ -54,6 +52,16 @@ def test_telegram_updates_are_read_once_with_the_stored_offset(
             "channels.tg.poll_timeout": 0,
         },
     )
+
+
+def poll(relay: Any) -> int:
+    return Pulse(relay, "test").poll(PulseReport())
+
+
+def test_telegram_updates_are_read_once_with_the_stored_offset(
+    telegram_relay: Any, bot_api: FakeTelegram
+) -> None:
+    relay = telegram_relay
     first = bot_api.add_message(4242, "/start")
     bot_api.add_message(4242, "hello")
     assert poll(relay) == 2
@@ -66,19 +74,8 @@ def test_telegram_updates_are_read_once_with_the_stored_offset(
     assert relay.contact("telegram:4242").opted_out_at is not None
 
 
-def test_telegram_conversation_by_chat_id(
-    make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram
-) -> None:
-    relay = make_relay(
-        db_url,
-        None,
-        **{
-            "channels.tg.type": "telegram",
-            "channels.tg.token_env": "BOT_TOKEN",
-            "channels.tg.api_url": bot_api.base_url,
-            "channels.tg.poll_timeout": 0,
-        },
-    )
+def test_telegram_conversation_by_chat_id(telegram_relay: Any, bot_api: FakeTelegram) -> None:
+    relay = telegram_relay
     view = relay.start("telegram:4242", "Confirm the delivery", ["Which day?"], channel="tg")
     Pulse(relay, "test").run()
     assert [m["chat_id"] for m in bot_api.sent] == ["4242"]
