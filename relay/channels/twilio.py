@@ -51,7 +51,6 @@ DEFAULT_API = "https://api.twilio.com"
 WHATSAPP_WINDOW = timedelta(hours=24)
 FIRST_LOOKBACK = timedelta(days=1)
 OPT_OUT_KEYWORDS = frozenset({"STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT"})
-OPT_IN_KEYWORDS = frozenset({"START", "UNSTOP", "YES"})
 HELP_KEYWORDS = frozenset({"HELP", "INFO"})
 DEFAULT_HELP = "Reply STOP to stop receiving messages, START to receive them again."
 
@@ -72,8 +71,6 @@ ERROR_TEXT = {
 }
 #: The number will never receive a message: the contact becomes undeliverable.
 PERMANENT_CODES = frozenset({21211, 21614, 30005, 30006})
-#: Handed to a person with the reason, never retried.
-HUMAN_CODES = frozenset({63014, 63016, 30004, 30007, 21408})
 STATUS_MAP = {
     "sent": DeliveryStatus.SENT,
     "delivered": DeliveryStatus.DELIVERED,

@@ -77,10 +77,6 @@ class Refused(RelayError):
         self.allowed = allowed
 
 
-class ContactBusy(RelayError):
-    """Another instance holds this contact's slot."""
-
-
 class Conflict(RelayError):
     """The instance changed while the work was in progress."""
 
