@@ -3,12 +3,12 @@ through the real engine, the loopback Bot API and (for the CLI) the real command
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from messaging_fakes import BOT_TOKEN, FakeTelegram, fake_telegram
+from messaging_fakes import FakeTelegram
 from sqlalchemy import func, select
 
 from relay.core.errors import ConfigError, InvalidInput
@@ -18,13 +18,6 @@ from relay.store.models import Contact, ContactAlias, EventRow, Instance, Messag
 
 ANN = "ann@example.org"
 BOT = "depot_bot"
-
-
-@pytest.fixture
-def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTelegram]:
-    monkeypatch.setenv("BOT_TOKEN", BOT_TOKEN)
-    with fake_telegram() as fake:
-        yield fake
 
 
 def settings(fake: FakeTelegram, **extra: Any) -> dict[str, Any]:

@@ -5,11 +5,10 @@ the waits instead of sleeping."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-from messaging_fakes import ACCOUNT, TOKEN, FakeTwilio, fake_twilio
+from messaging_fakes import ACCOUNT, FakeTwilio
 
 from relay.runner.pulse import Pulse
 from relay.store import pacing
@@ -28,13 +27,6 @@ class RecordingClock(FakeClock):
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(round(seconds, 6))
         super().sleep(seconds)
-
-
-@pytest.fixture
-def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
-    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
-    with fake_twilio() as fake:
-        yield fake
 
 
 def sms_settings(fake: FakeTwilio) -> dict[str, Any]:

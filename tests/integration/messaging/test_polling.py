@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from messaging_fakes import (
     ACCOUNT,
-    BOT_TOKEN,
-    TOKEN,
     FakeTelegram,
     FakeTwilio,
-    fake_telegram,
-    fake_twilio,
 )
 
 from relay.runner.pulse import Pulse, PulseReport
@@ -24,23 +20,7 @@ PHONE = "+15551230001"
 
 
 @pytest.fixture
-def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTelegram]:
-    monkeypatch.setenv("BOT_TOKEN", BOT_TOKEN)
-    with fake_telegram() as fake:
-        yield fake
-
-
-@pytest.fixture
-def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
-    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
-    with fake_twilio() as fake:
-        yield fake
-
-
-@pytest.fixture
-def telegram_relay(
-    make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram
-) -> Any:
+def telegram_relay(make_relay: Callable[..., Any], db_url: str, bot_api: FakeTelegram) -> Any:
     """A relay whose ``tg`` channel polls the fake Bot API."""
     return make_relay(
         db_url,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from messaging_fakes import BOT_TOKEN, FakeTelegram, fake_telegram
+from messaging_fakes import FakeTelegram
 
 from relay.channels.base import (
     ChannelError,
@@ -17,13 +16,6 @@ from relay.channels.base import (
 )
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.addresses import normalise_address
-
-
-@pytest.fixture
-def bot_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTelegram]:
-    monkeypatch.setenv("BOT_TOKEN", BOT_TOKEN)
-    with fake_telegram() as fake:
-        yield fake
 
 
 def channel(fake: FakeTelegram, **extra: Any) -> Any:

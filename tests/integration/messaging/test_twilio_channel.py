@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from messaging_fakes import ACCOUNT, TOKEN, FakeTwilio, fake_twilio
+from messaging_fakes import ACCOUNT, FakeTwilio
 
 from relay.channels.base import (
     ChannelError,
@@ -22,13 +21,6 @@ from relay.core.values import DeliveryStatus, InboundKind
 
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
-
-
-@pytest.fixture
-def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
-    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
-    with fake_twilio() as fake:
-        yield fake
 
 
 def channel(fake: FakeTwilio, kind: str = "sms", **extra: Any) -> Any:

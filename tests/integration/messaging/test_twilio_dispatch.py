@@ -3,12 +3,12 @@ the loopback Twilio API."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from messaging_fakes import ACCOUNT, TOKEN, FakeTwilio, fake_twilio
+from messaging_fakes import ACCOUNT, FakeTwilio
 from sqlalchemy import select
 
 from relay.channels.base import Inbound, Incoming, Outbound, register_channel
@@ -20,13 +20,6 @@ from relay.store.models import Contact, Message, Transition
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
 SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-
-
-@pytest.fixture
-def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
-    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
-    with fake_twilio() as fake:
-        yield fake
 
 
 @pytest.fixture

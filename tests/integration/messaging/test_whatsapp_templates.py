@@ -5,13 +5,13 @@ engine and the loopback Twilio API."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from messaging_fakes import ACCOUNT, TOKEN, FakeTwilio, fake_twilio
+from messaging_fakes import ACCOUNT, FakeTwilio
 from sqlalchemy import func, select
 
 from relay.channels.base import Inbound, Incoming
@@ -23,13 +23,6 @@ NUMBER = "+15550002222"
 PHONE = "+15551230001"
 OWN = "HX" + "a" * 32
 CHANNEL_SID = "HX" + "b" * 32
-
-
-@pytest.fixture
-def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
-    monkeypatch.setenv("TWILIO_TOKEN", TOKEN)
-    with fake_twilio() as fake:
-        yield fake
 
 
 def settings(fake: FakeTwilio, **extra: Any) -> dict[str, Any]:
