@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok
 
 from relay.core.states import Event
 
@@ -37,12 +38,6 @@ INSTANCE_FIELDS = {
     "created_at",
     "updated_at",
 }
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    assert "Traceback" not in result.stderr
-    return result
 
 
 def fails(result: Any, code: int, *fragments: str) -> str:

@@ -9,14 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok
 
 Cli = Callable[..., Any]
 PHONE = "+15551230001"
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, result
-    return result
 
 
 def start(cli: Cli, *extra: str) -> dict[str, Any]:

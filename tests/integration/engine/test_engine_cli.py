@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok
 
 from relay.channels.base import ChannelError, PermanentChannelError
 from relay.testing import PHONE, RecordingChannel
@@ -21,11 +22,6 @@ START = ("start", "+1 555 123 0001", "-o", "the delivery of order 1042", "-t", "
 def console_lines(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / ".relay" / "console.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    return result
 
 
 # -- start ----------------------------------------------------------------------------------

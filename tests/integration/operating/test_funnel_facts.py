@@ -64,6 +64,7 @@ def _facts(relay: Any) -> dict[str, tuple[Any, ...]]:
 
 def _derived(relay: Any) -> dict[str, tuple[Any, Any, int]]:
     """first delivery, first reply and follow-ups as the transcript and log tell them."""
+
     def first(column: Any, *where: Any) -> dict[str, Any]:
         query = select(Message.instance_id, func.min(column)).where(*where)
         return dict(session.execute(query.group_by(Message.instance_id)).all())

@@ -6,20 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
+from cli_checks import ok
 
 Cli = Callable[..., Any]
 OBJECTIVE = "Confirm delivery of order {order} for {name}"
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    return result
-
-
-@pytest.fixture
-def api(make_relay: Callable[..., Any], db_url: str) -> Any:
-    return make_relay(db_url)
 
 
 def _csv(tmp_path: Path, text: str) -> str:

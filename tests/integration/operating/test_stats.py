@@ -5,22 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
+from cli_checks import ok
 
 from relay.core.states import Event
 from relay.core.values import Direction, MessageStatus
 
 Cli = Callable[..., Any]
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    return result
-
-
-@pytest.fixture
-def api(make_relay: Callable[..., Any], db_url: str) -> Any:
-    return make_relay(db_url)
 
 
 def _start(cli: Cli, contact: str, campaign: str, *extra: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok
 from rich.console import Console
 
 from relay.core.states import Event
@@ -20,19 +21,9 @@ from relay.core.values import MessageStatus
 Cli = Callable[..., Any]
 
 
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    return result
-
-
 def start(cli: Cli, contact: str = "+15551230001", *extra: str) -> dict[str, Any]:
     args = ("start", contact, "-o", "Confirm the delivery date", "-t", "Ask", "--defer")
     return ok(cli(*args, *extra, "--json")).json()
-
-
-@pytest.fixture
-def api(make_relay: Callable[..., Any], db_url: str) -> Any:
-    return make_relay(db_url)
 
 
 # -- rendering ---------------------------------------------------------------------

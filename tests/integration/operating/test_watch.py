@@ -12,21 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok
 
 from relay.core.states import Event
 
 Cli = Callable[..., Any]
 DEADLINE = 60.0
-
-
-def ok(result: Any) -> Any:
-    assert result.exit_code == 0, str(result)
-    return result
-
-
-@pytest.fixture
-def api(make_relay: Callable[..., Any], db_url: str) -> Any:
-    return make_relay(db_url)
 
 
 def _start(cli: Cli, contact: str, objective: str, *extra: str) -> str:

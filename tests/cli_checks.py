@@ -1,0 +1,13 @@
+"""What every CLI test asks of a run that must succeed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ok(result: Any) -> Any:
+    """``result`` (a ``CliResult``), having exited 0 without a traceback; on
+    failure the assertion shows the command and its output."""
+    assert result.exit_code == 0, str(result)
+    assert "Traceback" not in result.stderr, str(result)
+    return result
