@@ -49,7 +49,7 @@ from relay.engine import doctor
 from relay.runner import retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
-from relay.store import claims, daemons
+from relay.store import checkpoints, claims, daemons
 from relay.store.models import Daemon
 
 if TYPE_CHECKING:
@@ -178,13 +178,19 @@ class DaemonRunner:
         _settle_garbage_collector()
         stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
         stopper.start()
-        self.register()
+        # SQLite's WAL is checkpointed beside the pulses, not inside their commits.
+        background = checkpoints.started(self.relay.store.engine)
         try:
-            self.scheduler.start()  # returns once the scheduler is shut down
-            executor.shutdown(wait=True)  # the job in progress finishes and commits
+            self.register()
+            try:
+                self.scheduler.start()  # returns once the scheduler is shut down
+                executor.shutdown(wait=True)  # the job in progress finishes and commits
+            finally:
+                self.stopping.set()
+                self.unregister()
         finally:
-            self.stopping.set()
-            self.unregister()
+            if background is not None:
+                background.stop()
 
     def stop(self) -> None:
         """Ask for a graceful stop (what SIGTERM does); safe from any thread."""
