@@ -83,6 +83,7 @@ def main() -> int:
         "batch": args.batch,
         "rounds": rounds,
         "median_per_second": round(median(rates), 1),
+        "median_cpu_ms_per_followup": round(median([r["cpu_ms_per_followup"] for r in rounds]), 4),
         "min_per_second": round(min(rates), 1),
         "max_per_second": round(max(rates), 1),
         "seed_seconds": round(seeded, 1),
@@ -103,6 +104,7 @@ def main() -> int:
 
 def measure(pulse: Pulse, count: int) -> dict[str, float]:
     fired = sent = passes = 0
+    cpu = time.process_time()
     started = time.perf_counter()
     while sent < count:
         report = pulse.run()
@@ -112,11 +114,14 @@ def measure(pulse: Pulse, count: int) -> dict[str, float]:
         if report.idle:
             raise SystemExit(f"stalled: {fired} fired, {sent} delivered of {count}")
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     if fired != count:
         raise SystemExit(f"expected {count} heartbeats to fire, {fired} did")
     return {
         "seconds": round(elapsed, 3),
         "per_second": round(count / elapsed, 1),
+        # The process's CPU (all threads): steadier than the rate on a busy machine.
+        "cpu_ms_per_followup": round(cpu / count * 1000, 4),
         "passes": passes,
     }
 
@@ -129,7 +134,7 @@ def report(figures: dict) -> None:
     for number, one in enumerate(figures["rounds"], start=1):
         print(
             f"  round {number}: {one['seconds']:.3f}s in {one['passes']} pulses "
-            f"-> {one['per_second']:.0f} follow-ups/s"
+            f"-> {one['per_second']:.0f} follow-ups/s, {one['cpu_ms_per_followup']:.3f} ms CPU each"
         )
     verdict = ""
     if figures["database"] == "sqlite":
