@@ -10,9 +10,17 @@ connections that write, and checkpoint from another thread. The sqlite3 driver
 releases the GIL while SQLite works, so the copy and the fsync run beside the
 pulse, on the other core.
 
+The thread checkpoints as soon as a write commits (commits made meanwhile wake
+it once more), with ``PASSIVE``: it never waits for, or blocks, a reader or a
+writer. SQLite starts the log over only when a writer finds it copied in full;
+under a steady stream of commits each checkpoint can end a few frames behind, and
+the log would grow without end. Above :data:`RESTART_ABOVE` pages the thread
+therefore asks for a ``RESTART`` checkpoint, which holds new writers back while
+it copies the little that is left and the readers move on, so that the next
+commit writes at the start of the log again.
+
 Nothing about durability changes: a commit is in the WAL either way
-(``synchronous=NORMAL``), and the checkpoint is ``PASSIVE``, so it never waits
-for, or blocks, a reader or a writer. Only the daemon does this; every other
+(``synchronous=NORMAL``). Only the daemon does this; every other
 process (the CLI, the API in a program) keeps SQLite's automatic checkpoint, and
 any of them checkpoints a log the daemon left behind.
 """
@@ -31,9 +39,8 @@ from relay.store.database import READ_ONLY_OPTION
 
 log = logging.getLogger("relay.store")
 
-#: After a commit, wait this long before checkpointing, so that one checkpoint
-#: copies a burst of commits (a pulse commits several times a second).
-PAUSE_SECONDS = 0.25
+#: A log above this many pages is started over (about 8 MB of 4 KiB pages).
+RESTART_ABOVE = 2_000
 
 
 class BackgroundCheckpoints:
@@ -44,9 +51,9 @@ class BackgroundCheckpoints:
     gives the engine's connections back their automatic checkpoint.
     """
 
-    def __init__(self, engine: Engine, *, pause: float = PAUSE_SECONDS) -> None:
+    def __init__(self, engine: Engine, *, restart_above: int = RESTART_ABOVE) -> None:
         self.engine = engine
-        self.pause = pause
+        self.restart_above = restart_above
         self._wrote = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,13 +98,17 @@ class BackgroundCheckpoints:
         self.checkpoint()
 
     def checkpoint(self) -> tuple[int, int, int] | None:
-        """One ``PASSIVE`` checkpoint: SQLite's (busy, pages in the log, pages
-        copied), or None if it failed (logged once per distinct failure; the
-        next commit tries again)."""
+        """One ``PASSIVE`` checkpoint (and a ``RESTART`` if the log is above
+        ``restart_above`` pages): SQLite's (busy, pages in the log, pages copied),
+        or None if it failed (logged once per distinct failure; the next commit
+        tries again)."""
         try:
             connection = self.engine.raw_connection()
             try:
-                row = connection.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                cursor = connection.cursor()
+                row = cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if row and int(row[1]) > self.restart_above:
+                    row = cursor.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
             finally:
                 connection.close()
         except (sqlite3.Error, SQLAlchemyError) as exc:
@@ -121,7 +132,6 @@ class BackgroundCheckpoints:
             self._wrote.wait()
             if self._stopping.is_set():
                 return
-            self._stopping.wait(self.pause)
             self._wrote.clear()
             self.checkpoint()
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, func, insert, select
 
 from relay.store import checkpoints
 from relay.store.checkpoints import BackgroundCheckpoints
@@ -40,15 +40,6 @@ def _autocheckpoint(store: Store) -> int:
         connection.close()
 
 
-def _wal_pages(path: Path) -> int:
-    wal = path.with_name(path.name + "-wal")
-    return (wal.stat().st_size - 32) // (4096 + 24) if wal.exists() else 0
-
-
-def _sqlite_path(db_url: str) -> Path:
-    return Path(db_url.split(":///", 1)[1])
-
-
 @pytest.fixture
 def sqlite_url(tmp_path: Path, _sqlite_template: Path) -> str:
     """A SQLite file at the schema head (checkpoints concern SQLite only)."""
@@ -65,29 +56,12 @@ def test_only_a_sqlite_file_in_wal_mode_is_checkpointed(db_url: str) -> None:
 
 
 def test_committing_connections_leave_the_log_to_the_thread(sqlite_url: str) -> None:
-    """Over 1,000 pages in the log and no checkpoint until the thread runs one:
-    SQLite's automatic checkpoint is off for the connections that write."""
     store = open_store(sqlite_url)
     assert _autocheckpoint(store) == 1000
-    background = BackgroundCheckpoints(store.engine, pause=3600)
+    background = BackgroundCheckpoints(store.engine)
     background.start()
     try:
         assert _autocheckpoint(store) == 0
-        _write(store, 1_200)
-        assert _wal_pages(_sqlite_path(sqlite_url)) > 1_000
-        busy, logged, copied = background.checkpoint() or (1, 0, -1)
-        assert (busy, copied) == (0, logged) and logged > 1_000
-    finally:
-        background._stopping.set()  # the thread is in its pause: end it now
-        background.stop()
-    assert _autocheckpoint(store) == 1000
-
-
-def test_the_thread_checkpoints_after_a_commit(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
-    background = BackgroundCheckpoints(store.engine, pause=0)
-    background.start()
-    try:
         _write(store, 50)
         with background.done:
             assert background.done.wait_for(lambda: background.count >= 1, timeout=30)
@@ -96,27 +70,41 @@ def test_the_thread_checkpoints_after_a_commit(sqlite_url: str) -> None:
         assert busy == 0 and copied == logged
     finally:
         background.stop()
+    assert _autocheckpoint(store) == 1000
 
 
-def test_reads_do_not_wake_the_thread(sqlite_url: str) -> None:
+@pytest.mark.parametrize(("restart_above", "restarted"), [(10, True), (100_000, False)])
+def test_a_long_log_is_started_over(sqlite_url: str, restart_above: int, restarted: bool) -> None:
+    """A checkpoint that finds more than ``restart_above`` pages in the log asks
+    for ``RESTART``, so that the next commit writes at the start of the log."""
     store = open_store(sqlite_url)
-    background = BackgroundCheckpoints(store.engine, pause=0)
-    background.start()
-    try:
-        with store.read_transaction() as session:
-            session.execute(select(func.count()).select_from(table_of(EventRow)))
-        assert not background._wrote.is_set()
-    finally:
-        background.stop()
+    said: list[str] = []
+    event.listen(store.engine, "connect", lambda conn, _: conn.set_trace_callback(said.append))
+    store.engine.dispose()
+    background = BackgroundCheckpoints(store.engine, restart_above=restart_above)
+    _write(store, 50)
+    background.checkpoint()
+    assert ("PRAGMA wal_checkpoint(RESTART)" in said) is restarted
+    assert said.count("PRAGMA wal_checkpoint(PASSIVE)") == 1
+
+
+def test_only_writes_wake_the_thread(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    background = BackgroundCheckpoints(store.engine)
+    event.listen(store.engine, "commit", background._on_commit)  # the thread is not started
+    with store.read_transaction() as session:
+        session.execute(select(func.count()).select_from(table_of(EventRow)))
+    assert not background._wrote.is_set()
+    _write(store, 1)
+    assert background._wrote.is_set()
 
 
 def test_stop_checkpoints_what_is_left_and_ends_the_thread(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
-    background = BackgroundCheckpoints(store.engine, pause=3600)
+    background = BackgroundCheckpoints(store.engine)
     background.start()
     thread = background._thread
     _write(store, 20)
-    background._stopping.set()
     background.stop()
     assert thread is not None and not thread.is_alive()
     assert background.count >= 1
@@ -127,7 +115,7 @@ def test_a_failed_checkpoint_is_logged_once_and_retried(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = open_store(sqlite_url)
-    background = BackgroundCheckpoints(store.engine, pause=0)
+    background = BackgroundCheckpoints(store.engine)
 
     def broken() -> object:
         raise sqlite3.OperationalError("disk I/O error")
