@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-from sqlalchemy import Column, Select, Table, bindparam, select, update
+from sqlalchemy import Column, Select, Table, select
 from sqlalchemy.orm import Session
 
+from relay.store import fast_writes
 from relay.store.models import Instance, Message, table_of
 
 _UNREAD = object()
@@ -171,13 +172,9 @@ def update_by_id(
     session: Session, table: Table, keys: Iterable[str], params: list[dict[str, Any]]
 ) -> None:
     """One ``executemany`` UPDATE of ``keys`` on rows of ``table`` by id; each
-    parameter set holds the row's id as ``_id`` and a value for every key."""
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("_id"))
-        .values({key: bindparam(key) for key in keys})
-    )
-    session.execute(statement, params)
+    parameter set holds the row's id as ``_id`` and a value for every key
+    (:mod:`relay.store.fast_writes`: below SQLAlchemy's per-row work)."""
+    fast_writes.update_by_id(session, table, keys, params)
 
 
 def write_now(session: Session, row: object) -> None:
