@@ -38,6 +38,10 @@ _UNREAD = object()
 class PlainRow:
     """A locked row as plain attributes, with what was read kept to compare."""
 
+    # What was read lives outside the attributes' __dict__, so that comparing
+    # them (take_changes, 4 times per follow-up) skips no key.
+    __slots__ = ("__dict__", "_read")
+
     table: ClassVar[Table]
     #: The columns loaded (long text and JSON a batch never reads are left out).
     columns: ClassVar[tuple[Column[Any], ...]]
@@ -51,9 +55,7 @@ class PlainRow:
         from now on they count as written."""
         read = self._read
         changed = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key != "_read" and read.get(key, _UNREAD) != value
+            key: value for key, value in self.__dict__.items() if read.get(key, _UNREAD) != value
         }
         read.update(changed)
         return changed
