@@ -18,8 +18,9 @@ A call then converts its rows column by column (``itemgetter``, ``map`` and
 to the session's connection with ``exec_driver_sql``: the driver's
 ``executemany`` in the session's transaction, with the connection's events
 (``before_cursor_execute``), error wrapping (``IntegrityError``) and
-disconnect handling kept; going to the DBAPI cursor directly saved nothing
-measurable per call.
+disconnect handling kept. That layer costs per call, not per row (152 calls
+per 2,000 follow-ups; under cProfile at most 0.05 s of a 3.5 s round besides
+the driver's own time), so the DBAPI cursor is not used directly.
 
 Like ``session.execute`` of a Core statement, a call first flushes the
 session's pending ORM changes (autoflush), so a row changed on an ORM object
