@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import event, insert, select, text
+from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session
 
+from relay.store import fast_writes
 from relay.store.models import EventRow, Instance, table_of
 
 _PENDING = "relay_events"
@@ -45,7 +46,7 @@ def _flush(session: Session) -> None:
     session.flush()
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ORDER_LOCK})
-    session.execute(insert(table_of(EventRow)), rows)
+    fast_writes.insert_rows(session, table_of(EventRow), rows)
 
 
 def _drop(session: Session, *_: Any) -> None:

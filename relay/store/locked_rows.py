@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, ClassVar, TypeAlias, TypeVar
 
-from sqlalchemy import Column, Select, Table, bindparam, select, update
+from sqlalchemy import Column, Select, Table, select
 from sqlalchemy.orm import Session
 
+from relay.store import fast_writes
 from relay.store.models import Instance, Message, table_of
 
 _UNREAD = object()
@@ -36,6 +37,10 @@ _UNREAD = object()
 
 class PlainRow:
     """A locked row as plain attributes, with what was read kept to compare."""
+
+    # What was read lives outside the attributes' __dict__, so that comparing
+    # them (take_changes, 4 times per follow-up) skips no key.
+    __slots__ = ("__dict__", "_read")
 
     table: ClassVar[Table]
     #: The columns loaded (long text and JSON a batch never reads are left out).
@@ -50,9 +55,7 @@ class PlainRow:
         from now on they count as written."""
         read = self._read
         changed = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key != "_read" and read.get(key, _UNREAD) != value
+            key: value for key, value in self.__dict__.items() if read.get(key, _UNREAD) != value
         }
         read.update(changed)
         return changed
@@ -171,13 +174,9 @@ def update_by_id(
     session: Session, table: Table, keys: Iterable[str], params: list[dict[str, Any]]
 ) -> None:
     """One ``executemany`` UPDATE of ``keys`` on rows of ``table`` by id; each
-    parameter set holds the row's id as ``_id`` and a value for every key."""
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("_id"))
-        .values({key: bindparam(key) for key in keys})
-    )
-    session.execute(statement, params)
+    parameter set holds the row's id as ``_id`` and a value for every key
+    (:mod:`relay.store.fast_writes`: below SQLAlchemy's per-row work)."""
+    fast_writes.update_by_id(session, table, keys, params)
 
 
 def write_now(session: Session, row: object) -> None:

@@ -7,10 +7,11 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Result, ScalarResult, insert, select
+from sqlalchemy import Result, ScalarResult, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
+from relay.store import fast_writes
 from relay.store.among import among
 from relay.store.locked_rows import update_by_id
 from relay.store.models import Message, table_of
@@ -22,8 +23,9 @@ SENT_COLUMNS = (
 
 
 def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert a batch's outbox rows with one statement (no ORM objects)."""
-    session.execute(insert(table_of(Message)), rows)
+    """Insert a batch's outbox rows with one statement (no ORM objects; every row
+    with the same keys: :mod:`relay.store.fast_writes`)."""
+    fast_writes.insert_rows(session, table_of(Message), rows)
 
 
 def ids_by_key(session: Session, keys: Iterable[str]) -> Result[int, str | None]:

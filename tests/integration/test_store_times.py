@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import DateTime, insert, select, text
@@ -17,6 +18,8 @@ TIMES = [
     datetime(2026, 11, 23, 6, 50, 30, tzinfo=UTC),
     datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=5))),
     datetime(2026, 3, 29, 1, 0, 0, 1, tzinfo=timezone(timedelta(hours=-7))),
+    datetime(2026, 7, 1, 0, 0, 0, 500, tzinfo=ZoneInfo("UTC")),  # UTC, but not datetime.UTC
+    datetime(999, 1, 1, tzinfo=UTC),
 ]
 
 

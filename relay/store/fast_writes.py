@@ -1,0 +1,235 @@
+"""The hot path's batch statements, executed below SQLAlchemy's per-row work.
+
+A pulse writes its rows in batches (the heartbeats' and turns' UPDATEs by id,
+the transition log, the event log, the outbox), each one ``executemany``.
+Through ``session.execute(statement, rows)`` SQLAlchemy builds, for every row,
+a dictionary of every bind parameter (``construct_params``), applies the
+defaults and then the bind processors in a second pass, and generates the
+statement's cache key on every call: about 10 % of a pulse round, several
+times what the database driver's own ``executemany`` costs.
+
+Here each statement shape (dialect, table, column keys) is compiled once by
+SQLAlchemy itself, and what the compiled statement would do per row is kept:
+the parameter order (SQLite's ``?``) or names (psycopg's ``%(name)s``), the
+bind processors (``UTCDateTime`` to text on SQLite, JSON to text, ...) and the
+scalar Python-side defaults of the columns a row leaves out (``Message.kind``).
+A call then converts its rows column by column (``itemgetter``, ``map`` and
+``zip``: no Python code runs per row but the bind processors) and hands them
+to the session's connection with ``exec_driver_sql``: the driver's
+``executemany`` in the session's transaction, with the connection's events
+(``before_cursor_execute``), error wrapping (``IntegrityError``) and
+disconnect handling kept. That layer costs per call, not per row (152 calls
+per 2,000 follow-ups; under cProfile at most 0.05 s of a 3.5 s round besides
+the driver's own time), so the DBAPI cursor is not used directly.
+
+Like ``session.execute`` of a Core statement, a call first flushes the
+session's pending ORM changes (autoflush), so a row changed on an ORM object
+and then here ends up as it did before.
+
+Every row of a call must have the same keys (the callers build them with one
+function each): a missing key or an extra one raises ``ValueError`` rather than
+being ignored or filled with NULL. A column left out gets its scalar
+``default=``; a column whose default is a Python function is refused (no
+caller relies on one).
+
+PostgreSQL (psycopg 3): SQLAlchemy's path for these statements is also the
+driver's ``executemany`` (psycopg's dialect uses "insertmanyvalues" only for
+INSERT ... RETURNING), so both dialects take this path; measured in
+``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+from typing import Any
+from weakref import WeakKeyDictionary
+
+from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.compiler import SQLCompiler
+
+#: The parameter an UPDATE by id takes its row's id from.
+ID_KEY = "_id"
+#: Shapes kept per dialect before the cache starts over (a batch has a few dozen).
+MAX_SHAPES = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One compiled statement and how a row becomes its parameters."""
+
+    sql: str
+    #: The keys every row holds, sorted.
+    keys: tuple[str, ...]
+    convert: _Converter
+
+
+_SHAPES: WeakKeyDictionary[Dialect, dict[tuple[str, Table, tuple[str, ...]], Shape]] = (
+    WeakKeyDictionary()
+)
+
+
+def insert_rows(session: Session, table: Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """INSERT the rows with one ``executemany``; the number of rows inserted."""
+    if not rows:
+        return 0
+    return _run(session, "insert", table, tuple(sorted(rows[0])), rows)
+
+
+def update_by_id(
+    session: Session, table: Table, keys: Iterable[str], rows: Sequence[Mapping[str, Any]]
+) -> int:
+    """UPDATE ``keys`` of rows of ``table`` by id with one ``executemany``: each
+    row holds its id as ``_id`` and a value for every key. The number of rows
+    the statement matched."""
+    if not rows:
+        return 0
+    return _run(session, "update", table, tuple(sorted({*keys, ID_KEY})), rows)
+
+
+def _run(
+    session: Session,
+    kind: str,
+    table: Table,
+    keys: tuple[str, ...],
+    rows: Sequence[Mapping[str, Any]],
+) -> int:
+    if session.autoflush:
+        session.flush()
+    connection = session.connection()
+    shape = shape_of(connection.dialect, kind, table, keys)
+    params = shape.convert(rows)
+    result = connection.exec_driver_sql(shape.sql, params)
+    return int(result.rowcount)
+
+
+def shape_of(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -> Shape:
+    """The compiled shape for ``kind`` ("insert" or "update") of ``keys``."""
+    shapes = _SHAPES.get(dialect)
+    if shapes is None:
+        shapes = _SHAPES[dialect] = {}
+    found = shapes.get((kind, table, keys))
+    if found is None:
+        if len(shapes) >= MAX_SHAPES:
+            shapes.clear()
+        found = shapes[(kind, table, keys)] = _compile(dialect, kind, table, keys)
+    return found
+
+
+def _compile(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -> Shape:
+    if kind == "insert":
+        statement: Any = insert(table)
+    elif kind == "update":
+        columns = [key for key in keys if key != ID_KEY]
+        statement = (
+            update(table)
+            .where(table.c.id == bindparam(ID_KEY))
+            .values({key: bindparam(key) for key in columns})
+        )
+    else:
+        raise ValueError(f"unknown statement kind {kind!r}")
+    # As Connection.execute compiles an executemany of rows with these keys.
+    compiled = statement.compile(dialect=dialect, column_keys=list(keys), for_executemany=True)
+    assert isinstance(compiled, SQLCompiler)
+    defaults = _defaults(compiled, keys)
+    if compiled.positional:
+        assert compiled.positiontup is not None
+        names = tuple(compiled.positiontup)
+    else:
+        names = tuple(compiled.bind_names.values())
+    unknown = set(names) - set(keys) - set(defaults)
+    missing = set(keys) - set(names)
+    if unknown or missing or len(set(names)) != len(names):
+        raise ValueError(
+            f"{kind} on {table.name}: parameters {sorted(names)} do not match keys {sorted(keys)}"
+        )
+    processors: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
+    convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
+    return Shape(compiled.string, keys, convert)
+
+
+def _defaults(compiled: SQLCompiler, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The scalar Python-side defaults the statement fills in for every row (the
+    columns the rows leave out), by parameter name."""
+    if (
+        compiled.literal_execute_params
+        or compiled.post_compile_params
+        or compiled.escaped_bind_names
+        or compiled.schema_translate_map
+        or compiled.returning
+    ):
+        raise ValueError(f"statement not supported by fast_writes: {compiled.string}")
+    found: dict[str, Any] = {}
+    for column in (*compiled.insert_prefetch, *compiled.update_prefetch):
+        default = column.default if compiled.insert_prefetch else column.onupdate
+        if default is None or not default.is_scalar:
+            raise ValueError(
+                f"column {column.key!r} has a default computed per row; "
+                f"pass it in every row (keys: {list(keys)})"
+            )
+        found[compiled._within_exec_param_key_getter(column)] = default.arg  # type: ignore[attr-defined]
+    return found
+
+
+class _Converter:
+    """Rows to parameters: a tuple in ``names`` order per row when positional,
+    else a dict by name, with the processors applied and the defaults added,
+    as ``DefaultExecutionContext._init_compiled`` builds them."""
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        keys: tuple[str, ...],
+        defaults: Mapping[str, Any],
+        processors: Mapping[str, Callable[[Any], Any]],
+        *,
+        positional: bool,
+    ) -> None:
+        self.names = names
+        self.keys = keys
+        self.positional = positional
+        from_rows = [name for name in names if name not in defaults]
+        self.single = len(from_rows) == 1
+        self.get = itemgetter(*from_rows)
+        # By position in ``names``: a processor to apply, or a constant to add.
+        self.steps: list[tuple[int, Callable[[Any], Any] | None, Any]] = []
+        for index, name in enumerate(names):
+            processor = processors.get(name)
+            if name in defaults:
+                value = defaults[name]
+                self.steps.append((index, None, processor(value) if processor else value))
+            elif processor is not None:
+                self.steps.append((index, processor, None))
+
+    def __call__(self, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        values = self._values(rows)
+        if self.steps:
+            # Column by column: the processors run through map(), with no Python
+            # code per row around them.
+            columns: list[Iterable[Any]] = list(zip(*values, strict=True))
+            for index, processor, constant in self.steps:
+                if processor is None:
+                    columns.insert(index, repeat(constant, len(rows)))
+                else:
+                    columns[index] = map(processor, columns[index])
+            values = list(zip(*columns, strict=True))
+        if self.positional:
+            return values
+        return list(map(dict, map(zip, repeat(self.names), values)))
+
+    def _values(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+        """Each row's values in parameter order, every row checked for its keys."""
+        if set(map(len, rows)) != {len(self.keys)}:
+            odd = next((row for row in rows if len(row) != len(self.keys)), rows[0])
+            raise ValueError(f"every row must have the keys {list(self.keys)}; got {sorted(odd)}")
+        try:
+            values = list(map(self.get, rows))
+        except KeyError as exc:
+            raise ValueError(
+                f"every row must have the keys {list(self.keys)}; one has no {exc.args[0]!r}"
+            ) from None
+        return [(value,) for value in values] if self.single else values
