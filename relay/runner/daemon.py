@@ -144,36 +144,9 @@ class DaemonRunner:
         """Run in the foreground until SIGTERM/SIGINT (or :meth:`stop`); returns after a
         graceful stop: the job in progress (a turn, a delivery) finishes and commits."""
         from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.schedulers.blocking import BlockingScheduler
 
         executor = ThreadPoolExecutor(max_workers=4)
-        self.scheduler = BlockingScheduler(timezone="UTC", executors={"default": executor})
-        options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
-        seconds = max(0.05, self.pulse_every.total_seconds())
-        self.scheduler.add_job(
-            self.pulse_job,
-            "interval",
-            seconds=seconds,
-            id="pulse",
-            next_run_time=_utcnow(),
-            **options,
-        )
-        self.scheduler.add_job(
-            self.poll_job,
-            "interval",
-            seconds=max(1.0, self.poll_every.total_seconds()),
-            id="poll",
-            next_run_time=_utcnow(),
-            **options,
-        )
-        self.scheduler.add_job(
-            self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
-        )
-        self.scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
-        from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
-
-        self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
-        self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        scheduler = self._schedule(executor)
         self.install_signals()
         _settle_garbage_collector()
         stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
@@ -183,7 +156,7 @@ class DaemonRunner:
         try:
             self.register()
             try:
-                self.scheduler.start()  # returns once the scheduler is shut down
+                scheduler.start()  # returns once the scheduler is shut down
                 executor.shutdown(wait=True)  # the job in progress finishes and commits
             finally:
                 self.stopping.set()
@@ -191,6 +164,42 @@ class DaemonRunner:
         finally:
             if background is not None:
                 background.stop()
+
+    def _schedule(self, executor: Any) -> BlockingScheduler:
+        """The scheduler and its jobs: pulses, polls, the nightly maintenance and
+        the minute's summary."""
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        scheduler = self.scheduler = BlockingScheduler(
+            timezone="UTC", executors={"default": executor}
+        )
+        options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+        seconds = max(0.05, self.pulse_every.total_seconds())
+        scheduler.add_job(
+            self.pulse_job,
+            "interval",
+            seconds=seconds,
+            id="pulse",
+            next_run_time=_utcnow(),
+            **options,
+        )
+        scheduler.add_job(
+            self.poll_job,
+            "interval",
+            seconds=max(1.0, self.poll_every.total_seconds()),
+            id="poll",
+            next_run_time=_utcnow(),
+            **options,
+        )
+        scheduler.add_job(
+            self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
+        )
+        scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
+        from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
+
+        scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
+        scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        return scheduler
 
     def stop(self) -> None:
         """Ask for a graceful stop (what SIGTERM does); safe from any thread."""
