@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from relay.engine.inbound import IngestReport
     from relay.engine.program import parse_meta
     from relay.runner.demo import DemoResult
-    from relay.runner.logs import configure_logging, stop_background_logging
+    from relay.runner.logs import configure_logging
     from relay.runner.pulse import PulseReport
 
 __all__ = [
@@ -107,7 +107,6 @@ __all__ = [
     "run_demo",
     "schema_revision",
     "start_daemon",
-    "stop_background_logging",
     "stop_daemon",
     "upgrade_schema",
 ]
@@ -118,7 +117,6 @@ _LAZY = {
     "ChatLink": "relay.engine.chat_links",
     "ImportReport": "relay.engine.campaigns",
     "configure_logging": "relay.runner.logs",
-    "stop_background_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.program",
 }
 

@@ -45,13 +45,10 @@ def daemon(
 
 
 def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> None:
-    from relay.api import configure_logging, stop_background_logging
+    from relay.api import configure_logging
 
-    configure_logging(log_format, verbose, log_file, background=True)
-    try:
-        state.relay().run_daemon()
-    finally:
-        stop_background_logging()
+    configure_logging(log_format, verbose, log_file)
+    state.relay().run_daemon()
 
 
 def _detach(log_format: str, log_file: Path | None, verbose: bool) -> None:

@@ -49,7 +49,7 @@ from relay.engine import doctor
 from relay.runner import retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
-from relay.store import checkpoints, claims, daemons
+from relay.store import claims, daemons
 from relay.store.models import Daemon
 
 if TYPE_CHECKING:
@@ -144,38 +144,13 @@ class DaemonRunner:
         """Run in the foreground until SIGTERM/SIGINT (or :meth:`stop`); returns after a
         graceful stop: the job in progress (a turn, a delivery) finishes and commits."""
         from apscheduler.executors.pool import ThreadPoolExecutor
-
-        executor = ThreadPoolExecutor(max_workers=4)
-        scheduler = self._schedule(executor)
-        self.install_signals()
-        _settle_garbage_collector()
-        stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
-        stopper.start()
-        # SQLite's WAL is checkpointed beside the pulses, not inside their commits.
-        background = checkpoints.started(self.relay.store.engine)
-        try:
-            self.register()
-            try:
-                scheduler.start()  # returns once the scheduler is shut down
-                executor.shutdown(wait=True)  # the job in progress finishes and commits
-            finally:
-                self.stopping.set()
-                self.unregister()
-        finally:
-            if background is not None:
-                background.stop()
-
-    def _schedule(self, executor: Any) -> BlockingScheduler:
-        """The scheduler and its jobs: pulses, polls, the nightly maintenance and
-        the minute's summary."""
         from apscheduler.schedulers.blocking import BlockingScheduler
 
-        scheduler = self.scheduler = BlockingScheduler(
-            timezone="UTC", executors={"default": executor}
-        )
+        executor = ThreadPoolExecutor(max_workers=4)
+        self.scheduler = BlockingScheduler(timezone="UTC", executors={"default": executor})
         options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
         seconds = max(0.05, self.pulse_every.total_seconds())
-        scheduler.add_job(
+        self.scheduler.add_job(
             self.pulse_job,
             "interval",
             seconds=seconds,
@@ -183,7 +158,7 @@ class DaemonRunner:
             next_run_time=_utcnow(),
             **options,
         )
-        scheduler.add_job(
+        self.scheduler.add_job(
             self.poll_job,
             "interval",
             seconds=max(1.0, self.poll_every.total_seconds()),
@@ -191,15 +166,25 @@ class DaemonRunner:
             next_run_time=_utcnow(),
             **options,
         )
-        scheduler.add_job(
+        self.scheduler.add_job(
             self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
         )
-        scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
+        self.scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
         from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
 
-        scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
-        scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
-        return scheduler
+        self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
+        self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        self.install_signals()
+        _settle_garbage_collector()
+        stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
+        stopper.start()
+        self.register()
+        try:
+            self.scheduler.start()  # returns once the scheduler is shut down
+            executor.shutdown(wait=True)  # the job in progress finishes and commits
+        finally:
+            self.stopping.set()
+            self.unregister()
 
     def stop(self) -> None:
         """Ask for a graceful stop (what SIGTERM does); safe from any thread."""

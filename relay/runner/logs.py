@@ -5,14 +5,11 @@ masked.
 
 from __future__ import annotations
 
-import atexit
 import json
 import logging
 import sys
 import time
-from logging.handlers import QueueHandler, QueueListener
 from pathlib import Path
-from queue import SimpleQueue
 
 from relay.core.errors import InvalidInput
 from relay.runner.process import private_dir, private_open
@@ -40,32 +37,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data)
 
 
-class _Deferred(QueueHandler):
-    """Hands records to the writing thread as they are: formatting, masking and
-    writing happen there. Only the message is merged here, since its arguments
-    may change once the call returns."""
-
-    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        record.msg, record.args = record.getMessage(), None
-        return record
-
-
-_writer: QueueListener | None = None
-
-
-def configure_logging(
-    fmt: str, verbose: bool, log_file: Path | None, *, background: bool = False
-) -> None:
-    """Log to ``log_file`` (stderr without one) as text or JSON lines.
-
-    ``background`` (the daemon) formats and writes the lines on a thread of its
-    own: a line per state change and per send came to about a tenth of the
-    pulse's time. :func:`stop_background_logging` (also run at exit) writes
-    what is still queued.
-    """
+def configure_logging(fmt: str, verbose: bool, log_file: Path | None) -> None:
     if fmt not in ("text", "json"):
         raise InvalidInput(f"--log-format must be text or json, not {fmt!r}")
-    stop_background_logging()
     handler: logging.Handler = (
         logging.FileHandler(_private_log(log_file))
         if log_file
@@ -80,15 +54,6 @@ def configure_logging(
             )
         )
     logging.Formatter.converter = time.gmtime
-    handler.addFilter(_mask_secrets)
-    if not verbose:
-        handler.addFilter(_expected_overrun)
-    if background:
-        global _writer
-        lines: SimpleQueue[logging.LogRecord] = SimpleQueue()
-        _writer = QueueListener(lines, handler)
-        _writer.start()
-        handler = _Deferred(lines)
     root = logging.getLogger("relay")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
@@ -96,21 +61,9 @@ def configure_logging(
     scheduler_log.setLevel(logging.INFO if verbose else logging.WARNING)
     scheduler_log.handlers[:] = [handler]
     scheduler_log.propagate = False
-
-
-@atexit.register
-def stop_background_logging() -> None:
-    """Write the lines still queued by a ``background`` configuration and end its
-    thread; lines logged from then on are written as they come."""
-    global _writer
-    if _writer is None:
-        return
-    _writer.stop()
-    (target,) = _writer.handlers
-    for name in ("relay", "apscheduler"):
-        handlers = logging.getLogger(name).handlers
-        handlers[:] = [target if isinstance(h, _Deferred) else h for h in handlers]
-    _writer = None
+    handler.addFilter(_mask_secrets)
+    if not verbose:
+        handler.addFilter(_expected_overrun)
 
 
 def _mask_secrets(record: logging.LogRecord) -> bool:
