@@ -8,13 +8,18 @@ only when it has at most 50 parameters. So the values go as one parameter:
 an array on PostgreSQL (``= ANY(:values)``), a JSON array read by ``json_each``
 on SQLite (``IN (SELECT value FROM json_each(:values))``). Either is one text,
 cached and prepared like any other, and both plans still look each value up in
-the column's index (``tests/integration/test_store_among.py`` checks them).
+the column's index (``tests/integration/engine/test_among_plans.py`` checks
+SQLite's). A SQLite built without its JSON functions (they are built in since
+3.38) gets the ``IN`` list.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
+from contextlib import closing
+from functools import cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, any_, bindparam, func, literal_column, select
@@ -29,5 +34,18 @@ def among(session: Session, column: Any, values: Iterable[Any]) -> ColumnElement
         from sqlalchemy.dialects.postgresql import ARRAY
 
         return column == any_(bindparam(None, listed, type_=ARRAY(column.type)))
+    if not sqlite_has_json_each():
+        return column.in_(listed)
     each = func.json_each(bindparam(None, json.dumps(listed)))
     return column.in_(select(literal_column("value")).select_from(each))
+
+
+@cache
+def sqlite_has_json_each() -> bool:
+    """Whether the SQLite library this process uses has ``json_each``."""
+    try:
+        with closing(sqlite3.connect(":memory:")) as connection:
+            connection.execute("SELECT value FROM json_each('[]')")
+    except sqlite3.OperationalError:
+        return False
+    return True

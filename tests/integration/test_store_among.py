@@ -4,6 +4,7 @@ PostgreSQL), the same rows."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, select
@@ -42,3 +43,19 @@ def test_one_parameter_whatever_the_batch(db_url: str) -> None:
         assert "= ANY (" in text and text.count("%(") == 1
     else:
         assert "IN (SELECT value \nFROM json_each(?))" in text and text.count("?") == 1
+
+
+def test_a_sqlite_without_json_functions_gets_the_in_list(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'relay.db'}", create=True)
+    monkeypatch.setattr("relay.store.among.sqlite_has_json_each", lambda: False)
+    events = table_of(EventRow)
+    rows = [{"kind": "t", "instance_id": f"i{n}", "created_at": AT} for n in range(5)]
+    with store.transaction() as session:
+        session.execute(insert(events), rows)
+        statement = select(events.c.instance_id).where(
+            among(session, events.c.instance_id, ["i1", "i3", "i9"])
+        )
+        assert "json_each" not in str(statement.compile(session.get_bind()))
+        assert sorted(session.scalars(statement)) == ["i1", "i3"]
