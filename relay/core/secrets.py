@@ -74,6 +74,8 @@ def _secret_param(name: str) -> bool:
 def mask_text(text: str) -> str:
     """Mask every URL password and secret query parameter inside free text
     (error messages, log lines), wherever it appears."""
+    if "://" not in text and "=" not in text:
+        return text  # neither pattern can match: most log lines, searched for free
     text = _USERINFO.sub(lambda m: m.group("head") + MASK + "@", text)
     return _QUERY.sub(lambda m: m.group("head") + MASK, text)
 
