@@ -63,8 +63,6 @@ class Shape:
     """One compiled statement and how a row becomes its parameters."""
 
     sql: str
-    #: The keys every row holds, sorted.
-    keys: tuple[str, ...]
     convert: _Converter
 
 
@@ -149,7 +147,7 @@ def _compile(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -
         )
     processors: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
     convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
-    return Shape(compiled.string, keys, convert)
+    return Shape(compiled.string, convert)
 
 
 def _defaults(compiled: SQLCompiler, keys: tuple[str, ...]) -> dict[str, Any]:

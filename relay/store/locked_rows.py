@@ -164,19 +164,10 @@ def write(session: Session, changed: Iterable[object]) -> None:
         changes = row.take_changes()
         if changes:
             shape = (row.table, tuple(sorted(changes)))
-            changes["_id"] = row._read["id"]
+            changes[fast_writes.ID_KEY] = row._read["id"]
             shapes.setdefault(shape, []).append(changes)
     for (table, keys), params in shapes.items():
-        update_by_id(session, table, keys, params)
-
-
-def update_by_id(
-    session: Session, table: Table, keys: Iterable[str], params: list[dict[str, Any]]
-) -> None:
-    """One ``executemany`` UPDATE of ``keys`` on rows of ``table`` by id; each
-    parameter set holds the row's id as ``_id`` and a value for every key
-    (:mod:`relay.store.fast_writes`: below SQLAlchemy's per-row work)."""
-    fast_writes.update_by_id(session, table, keys, params)
+        fast_writes.update_by_id(session, table, keys, params)
 
 
 def write_now(session: Session, row: object) -> None:

@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 from relay.core.values import MessageStatus
 from relay.store import fast_writes
 from relay.store.among import among
-from relay.store.locked_rows import update_by_id
 from relay.store.models import Message, table_of
 
 #: What recording a delivery writes on its outbox row.
@@ -50,7 +49,7 @@ def record_sent(session: Session, deliveries: Iterable[tuple[int, str, datetime]
     """Mark delivered messages (id, provider id, time) sent: one executemany for the batch."""
     params = [
         {
-            "_id": message_id,
+            fast_writes.ID_KEY: message_id,
             "status": MessageStatus.SENT.value,
             "provider_message_id": provider_id,
             "sent_at": at,
@@ -61,4 +60,4 @@ def record_sent(session: Session, deliveries: Iterable[tuple[int, str, datetime]
         for message_id, provider_id, at in deliveries
     ]
     if params:
-        update_by_id(session, table_of(Message), SENT_COLUMNS, params)
+        fast_writes.update_by_id(session, table_of(Message), SENT_COLUMNS, params)
