@@ -128,7 +128,12 @@ def _tick(engine: Harness, contact: str) -> None:
     try:
         engine.tick()
     except ProcessDied:
-        return  # the process died mid-delivery; what it committed stays
+        # The process died mid-delivery; what it committed stays. The daemon that
+        # starts next takes back what the dead one had claimed (DaemonRunner.reclaim):
+        # the turns it had claimed but not run yet, the send it left open.
+        with engine.relay.store.transaction() as session:
+            claims.release_claims_of(session, ["test"], engine.clock.now())
+        return
     now = engine.clock.now()
     for instance in _instances(engine, contact):
         if instance.state in TURN_STATES:
