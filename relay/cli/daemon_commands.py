@@ -47,7 +47,7 @@ def daemon(
 def _run_foreground(log_format: str, log_file: Path | None, verbose: bool) -> None:
     from relay.api import configure_logging
 
-    configure_logging(log_format, verbose, log_file)
+    configure_logging(log_format, verbose, log_file, owns_process=True)
     state.relay().run_daemon()
 
 

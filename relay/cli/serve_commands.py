@@ -35,7 +35,7 @@ def serve(
     """
     from relay.api import configure_logging
 
-    configure_logging(log_format, verbose, log_file)
+    configure_logging(log_format, verbose, log_file, owns_process=True)
     state.relay().serve_http(host, port, max_body=max_body)
 
 

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from relay.engine import doctor
-from relay.runner import retention
+from relay.runner import logs, retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
 from relay.store import claims, daemons
@@ -238,7 +238,8 @@ class DaemonRunner:
         try:
             if self._pulse_failed:
                 self._take_back_own()
-            report = self.pulse.run(should_stop=self.stopping.is_set)
+            with logs.held():
+                report = self.pulse.run(should_stop=self.stopping.is_set)
             self._heartbeat_self()
         except Exception as exc:  # one bad pulse must not stop the daemon
             self._pulse_failed = True
