@@ -22,22 +22,48 @@ from contextlib import closing
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, any_, bindparam, func, literal_column, select
+from sqlalchemy import BindParameter, ColumnElement, any_, bindparam, func, literal_column, select
 from sqlalchemy.orm import Session
+
+#: No value: the parameter is named and given when the statement runs.
+_NAMED = object()
 
 
 def among(session: Session, column: Any, values: Iterable[Any]) -> ColumnElement[bool]:
     """``column`` is one of ``values`` (a batch's ids, keys, addresses: strings or
     integers)."""
-    listed = list(values)
-    if session.get_bind().dialect.name == "postgresql":
+    dialect = session.get_bind().dialect.name
+    return among_param(dialect, column, None, values_param(dialect, values))
+
+
+def among_param(
+    dialect: str, column: Any, name: str | None, value: Any = _NAMED
+) -> ColumnElement[bool]:
+    """``column`` is one of the values of the parameter ``name`` (pass it through
+    :func:`values_param`), for a statement built once (:mod:`relay.store.prepared`)."""
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import ARRAY
 
-        return column == any_(bindparam(None, listed, type_=ARRAY(column.type)))
+        return column == any_(_param(name, value, type_=ARRAY(column.type)))
     if not sqlite_has_json_each():
-        return column.in_(listed)
-    each = func.json_each(bindparam(None, json.dumps(listed)))
+        return column.in_(_param(name, value, expanding=True))
+    each = func.json_each(_param(name, value))
     return column.in_(select(literal_column("value")).select_from(each))
+
+
+def values_param(dialect: str, values: Iterable[Any]) -> Any:
+    """The value of an :func:`among_param` parameter."""
+    listed = list(values)
+    if dialect == "postgresql" or not sqlite_has_json_each():
+        return listed
+    return json.dumps(listed)
+
+
+def _param(name: str | None, value: Any, **kind: Any) -> BindParameter[Any]:
+    """A parameter given at execution (``value`` left out) or bound now."""
+    if value is _NAMED:
+        return bindparam(name, **kind)
+    return bindparam(name, value, **kind)
 
 
 @cache

@@ -12,30 +12,31 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, exists, func, or_, select, update
+from sqlalchemy import Select, bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
 from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
-from relay.store import locked_rows
-from relay.store.among import among
+from relay.store import locked_rows, prepared
+from relay.store.among import among, among_param, values_param
 from relay.store.database import affected
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
 from relay.store.models import Instance, Message
+from relay.store.prepared import dialect_of, per_dialect
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
 #: Outbox rows still to be delivered (``sending`` ones whose sender died included).
 OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
 
 
-def _skip_locked(session: Session, query: Select[Any]) -> Select[Any]:
-    if session.get_bind().dialect.name == "postgresql":
+def _skip_locked(dialect: str, query: Select[Any]) -> Select[Any]:
+    if dialect == "postgresql":
         return query.with_for_update(skip_locked=True)
     return query
 
 
-def _turn_due(now: datetime) -> list[Any]:
+def _turn_due(now: Any) -> list[Any]:
     return [
         Instance.state.in_(TURN_STATES),
         or_(Instance.lease_expires_at.is_(None), Instance.lease_expires_at <= now),
@@ -57,14 +58,21 @@ def claim_turns(
     The version is what the turn's commit compares against: any change to the
     instance meanwhile (pause, cancel, another event) discards the turn.
     """
-    query = locked_rows.selecting(InstanceRow).where(*_turn_due(now))
-    if instance_id is not None:
-        query = query.where(Instance.id == instance_id)
-    query = query.order_by(Instance.updated_at, Instance.seq).limit(limit)
-    due = locked_rows.rows(session, InstanceRow, _skip_locked(session, query))
+    query = _due_turns(dialect_of(session), instance_id is not None)
+    params = {"now": now, "limit": limit, "instance_id": instance_id}
+    due = locked_rows.rows(session, InstanceRow, query, params)
     leased = [lease_turn(instance, owner, now + lease) for instance in due]
     locked_rows.write(session, due)
     return leased
+
+
+@per_dialect
+def _due_turns(dialect: str, one: bool) -> Select[Any]:
+    query = locked_rows.selecting(InstanceRow).where(*_turn_due(bindparam("now")))
+    if one:
+        query = query.where(Instance.id == bindparam("instance_id"))
+    query = query.order_by(Instance.updated_at, Instance.seq).limit(bindparam("limit"))
+    return _skip_locked(dialect, query)
 
 
 def lease_turn(instance: InstanceFields, owner: str, expires: datetime) -> tuple[str, int]:
@@ -83,25 +91,29 @@ def lock_instance(session: Session, instance_id: str) -> Instance | None:
 def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, InstanceRow]:
     """Lock several instances, in id order (two lockers never wait on each other in
     a circle), as plain rows: the caller writes them (:func:`locked_rows.write`)."""
-    query = (
-        locked_rows.selecting(InstanceRow)
-        .where(among(session, Instance.id, instance_ids))
-        .order_by(Instance.id)
-        .with_for_update()
-    )
-    return {instance.id: instance for instance in locked_rows.rows(session, InstanceRow, query)}
+    dialect = dialect_of(session)
+    ids = {"ids": values_param(dialect, instance_ids)}
+    locked = locked_rows.rows(session, InstanceRow, _lock_instances(dialect, True), ids)
+    return {instance.id: instance for instance in locked}
 
 
 def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
     """Lock several instances, in id order, reading nothing from them (a delivery
     takes its conversation's lock so a pause or cancel waits for it, or it for them)."""
     if instance_ids:
-        session.execute(
-            select(Instance.id)
-            .where(among(session, Instance.id, instance_ids))
-            .order_by(Instance.id)
-            .with_for_update()
-        ).all()
+        dialect = dialect_of(session)
+        ids = {"ids": values_param(dialect, instance_ids)}
+        prepared.run(session, _lock_instances(dialect, False), ids).all()
+
+
+@per_dialect
+def _lock_instances(dialect: str, read: bool) -> Select[Any]:
+    columns = locked_rows.selecting(InstanceRow) if read else select(Instance.id)
+    return (
+        columns.where(among_param(dialect, Instance.id, "ids"))
+        .order_by(Instance.id)
+        .with_for_update()
+    )
 
 
 def lock_message(session: Session, message_id: int) -> Message | None:
@@ -125,7 +137,7 @@ def _undelivered(instance_id: Any) -> Any:
     return exists().where(pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING))
 
 
-def _heartbeat_due(cutoff: datetime) -> list[Any]:
+def _heartbeat_due(cutoff: Any) -> list[Any]:
     """A heartbeat is due when the silence has lasted: never while relay's own
     message has not reached the contact yet (held by a rate limit, retrying), for
     that silence is not the contact's."""
@@ -139,13 +151,19 @@ def _heartbeat_due(cutoff: datetime) -> list[Any]:
 def due_heartbeats(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked,
     as plain rows: the caller writes them (:func:`locked_rows.write`)."""
+    query = _due_heartbeats(dialect_of(session))
+    return locked_rows.rows(session, InstanceRow, query, {"now": now, "limit": limit})
+
+
+@per_dialect
+def _due_heartbeats(dialect: str) -> Select[Any]:
     query = (
         locked_rows.selecting(InstanceRow)
-        .where(*_heartbeat_due(now))
+        .where(*_heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
-        .limit(limit)
+        .limit(bindparam("limit"))
     )
-    return locked_rows.rows(session, InstanceRow, _skip_locked(session, query))
+    return _skip_locked(dialect, query)
 
 
 def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
@@ -155,7 +173,7 @@ def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
         .order_by(Instance.paused_until)
         .limit(limit)
     )
-    return list(session.scalars(_skip_locked(session, query)).all())
+    return list(session.scalars(_skip_locked(dialect_of(session), query)).all())
 
 
 def claim_outbox(
@@ -176,7 +194,22 @@ def claim_outbox(
     while an earlier one of its conversation is undelivered and not due (held,
     backing off, or being sent by a live worker); due ones go together, in order.
     """
+    query = _due_outbox(dialect_of(session), message_id is not None, instance_id is not None)
+    params = {"now": now, "limit": limit, "message_id": message_id, "instance_id": instance_id}
+    rows = locked_rows.rows(session, MessageRow, query, params)
+    for message in rows:
+        message.status = MessageStatus.SENDING.value
+        message.attempts += 1
+        message.next_attempt_at = now + lease
+        message.lease_owner = owner
+    locked_rows.write(session, rows)
+    return rows
+
+
+@per_dialect
+def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[Any]:
     earlier = aliased(Message)
+    now: Any = bindparam("now")
     query = locked_rows.selecting(MessageRow).where(
         Message.status.in_(OUTBOX_PENDING),
         Message.next_attempt_at <= now,
@@ -187,19 +220,11 @@ def claim_outbox(
             or_(earlier.next_attempt_at.is_(None), earlier.next_attempt_at > now),
         ),
     )
-    if message_id is not None:
-        query = query.where(Message.id == message_id)
-    if instance_id is not None:
-        query = query.where(Message.instance_id == instance_id)
-    query = query.order_by(Message.id).limit(limit)
-    rows = locked_rows.rows(session, MessageRow, _skip_locked(session, query))
-    for message in rows:
-        message.status = MessageStatus.SENDING.value
-        message.attempts += 1
-        message.next_attempt_at = now + lease
-        message.lease_owner = owner
-    locked_rows.write(session, rows)
-    return rows
+    if one_message:
+        query = query.where(Message.id == bindparam("message_id"))
+    if one_instance:
+        query = query.where(Message.instance_id == bindparam("instance_id"))
+    return _skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
 
 
 def release_claims_of(session: Session, owners: list[str], now: datetime) -> tuple[int, int]:

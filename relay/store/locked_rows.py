@@ -29,7 +29,7 @@ from typing import Any, ClassVar, TypeAlias, TypeVar
 from sqlalchemy import Column, Select, Table, select
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes
+from relay.store import fast_writes, prepared
 from relay.store.models import Instance, Message, table_of
 
 _UNREAD = object()
@@ -147,10 +147,14 @@ def selecting(kind: type[PlainRow]) -> Select[Any]:
     return select(*kind.columns)
 
 
-def rows(session: Session, kind: type[R], query: Select[Any]) -> list[R]:
-    """Run a :func:`selecting` query: one plain row per result row."""
+def rows(
+    session: Session, kind: type[R], query: Select[Any], params: Mapping[str, Any]
+) -> list[R]:
+    """Run a :func:`selecting` query (built once: :mod:`relay.store.prepared`) with
+    ``params``: one plain row per result row."""
     keys = [column.key for column in kind.columns]
-    return [kind(dict(zip(keys, values, strict=True))) for values in session.execute(query)]
+    found = prepared.run(session, query, params)
+    return [kind(dict(zip(keys, values, strict=True))) for values in found]
 
 
 def write(session: Session, changed: Iterable[object]) -> None:
