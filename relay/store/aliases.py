@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from relay.store.among import among
+from relay.store import prepared
+from relay.store.among import among_param
 from relay.store.models import ContactAlias
+from relay.store.prepared import per_dialect
+
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
 
 def contact_for(session: Session, channel: str, address: str) -> int | None:
@@ -33,10 +39,15 @@ def addresses_for(session: Session, pairs: Iterable[tuple[str, int]]) -> dict[tu
     wanted = set(pairs)
     if not wanted:
         return {}
-    query = select(ContactAlias.channel, ContactAlias.contact_id, ContactAlias.address).where(
-        among(session, ContactAlias.contact_id, sorted({i for _, i in wanted}))
+    found = prepared.batch(session, _aliases_of, sorted({i for _, i in wanted}))
+    return {(c, i): a for c, i, a in found if (c, i) in wanted}
+
+
+@per_dialect
+def _aliases_of(dialect: str) -> AnySelect:
+    return select(ContactAlias.channel, ContactAlias.contact_id, ContactAlias.address).where(
+        among_param(dialect, ContactAlias.contact_id, "ids")
     )
-    return {(c, i): a for c, i, a in session.execute(query) if (c, i) in wanted}
 
 
 def bind(session: Session, channel: str, contact_id: int, address: str, now: datetime) -> None:

@@ -4,32 +4,46 @@ contacts, the conversations and the newest inbound of a batch of messages."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Direction
-from relay.store.among import among
+from relay.store import prepared
+from relay.store.among import among_param
 from relay.store.models import Contact, Instance, Message
+from relay.store.prepared import per_dialect
+
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
 
 def contact_facts(session: Session, contact_ids: Collection[int]) -> dict[int, Any]:
     """Whether each contact may be written to, and when (opt-out, bad address, zone)."""
-    query = select(
+    return {row.id: row for row in prepared.batch(session, _contact_facts, contact_ids)}
+
+
+@per_dialect
+def _contact_facts(dialect: str) -> AnySelect:
+    return select(
         Contact.id,
         Contact.address,
         Contact.opted_out_at,
         Contact.undeliverable_reason,
         Contact.timezone,
         Contact.last_inbound_at,
-    ).where(among(session, Contact.id, contact_ids))
-    return {row.id: row for row in session.execute(query)}
+    ).where(among_param(dialect, Contact.id, "ids"))
 
 
 def instance_facts(session: Session, instance_ids: Collection[str]) -> dict[str, Any]:
     """Each conversation's state and what its sending window and template need."""
-    by_id = select(
+    return {row.id: row for row in prepared.batch(session, _instance_facts, instance_ids)}
+
+
+@per_dialect
+def _instance_facts(dialect: str) -> AnySelect:
+    return select(
         Instance.id,
         Instance.state,
         Instance.previous_state,
@@ -37,19 +51,23 @@ def instance_facts(session: Session, instance_ids: Collection[str]) -> dict[str,
         Instance.window,
         Instance.template,
         Instance.first_delivered_at,
-    ).where(among(session, Instance.id, instance_ids))
-    return {row.id: row for row in session.execute(by_id)}
+    ).where(among_param(dialect, Instance.id, "ids"))
 
 
 def last_inbound_ids(session: Session, instance_ids: Collection[str]) -> dict[str, int]:
     """The newest inbound message id per conversation (a proactive message older
     than it is superseded)."""
-    inbound = (
+    found = prepared.batch(session, _last_inbound, instance_ids)
+    return {str(i): int(n) for i, n in found}
+
+
+@per_dialect
+def _last_inbound(dialect: str) -> AnySelect:
+    return (
         select(Message.instance_id, func.max(Message.id))
         .where(
-            among(session, Message.instance_id, instance_ids),
+            among_param(dialect, Message.instance_id, "ids"),
             Message.direction == Direction.INBOUND.value,
         )
         .group_by(Message.instance_id)
     )
-    return {str(i): int(n) for i, n in session.execute(inbound)}

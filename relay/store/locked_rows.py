@@ -147,9 +147,7 @@ def selecting(kind: type[PlainRow]) -> Select[Any]:
     return select(*kind.columns)
 
 
-def rows(
-    session: Session, kind: type[R], query: Select[Any], params: Mapping[str, Any]
-) -> list[R]:
+def rows(session: Session, kind: type[R], query: Select[Any], params: Mapping[str, Any]) -> list[R]:
     """Run a :func:`selecting` query (built once: :mod:`relay.store.prepared`) with
     ``params``: one plain row per result row."""
     keys = [column.key for column in kind.columns]

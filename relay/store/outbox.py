@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Result, ScalarResult, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
-from relay.store import fast_writes
-from relay.store.among import among
+from relay.store import fast_writes, prepared
+from relay.store.among import among_param
 from relay.store.models import Message, table_of
+from relay.store.prepared import per_dialect
+
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
 #: What recording a delivery writes on its outbox row.
 SENT_COLUMNS = (
@@ -29,10 +33,13 @@ def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
 
 def ids_by_key(session: Session, keys: Iterable[str]) -> Result[int, str | None]:
     """(id, idempotency key) of the messages with these keys (one indexed query)."""
-    return session.execute(
-        select(Message.id, Message.idempotency_key).where(
-            among(session, Message.idempotency_key, keys)
-        )
+    return prepared.batch(session, _ids_by_key, keys)
+
+
+@per_dialect
+def _ids_by_key(dialect: str) -> AnySelect:
+    return select(Message.id, Message.idempotency_key).where(
+        among_param(dialect, Message.idempotency_key, "ids")
     )
 
 

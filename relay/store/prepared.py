@@ -19,12 +19,21 @@ pending ORM changes are seen as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
-from sqlalchemy import CursorResult, Executable
+from sqlalchemy import CursorResult, Executable, Select
 from sqlalchemy.orm import Session
+
+from relay.store.among import values_param
+
+if TYPE_CHECKING:
+    #: Rows of any columns (SQLAlchemy 2.1 types a result by its columns' types;
+    #: for type checkers only, as 2.0's classes take one type parameter).
+    Rows: TypeAlias = CursorResult[*tuple[Any, ...]]
+    #: A built SELECT of any columns.
+    AnySelect: TypeAlias = Select[*tuple[Any, ...]]
 
 P = ParamSpec("P")
 S = TypeVar("S", bound=Executable)
@@ -40,8 +49,26 @@ def dialect_of(session: Session) -> str:
     return session.get_bind().dialect.name
 
 
-def run(session: Session, statement: Executable, params: Mapping[str, Any]) -> CursorResult[Any]:
+def run(session: Session, statement: Executable, params: Mapping[str, Any]) -> Rows:
     """Execute a built statement in the session's transaction."""
     if session.autoflush:
         session.flush()
     return session.connection().execute(statement, params)
+
+
+def batch(
+    session: Session,
+    build: Callable[[str], Executable],
+    values: Iterable[Any],
+    **params: Any,
+) -> Rows:
+    """Run the statement ``build`` makes for the session's dialect, its ``ids``
+    parameter (:func:`relay.store.among.among_param`) holding a batch's ``values``."""
+    dialect = dialect_of(session)
+    return run(session, build(dialect), {"ids": values_param(dialect, values), **params})
+
+
+def batch_params(session: Session, values: Iterable[Any], **params: Any) -> dict[str, Any]:
+    """The parameters of :func:`batch`, for a statement the ORM session runs (one that
+    loads mapped objects)."""
+    return {"ids": values_param(dialect_of(session), values), **params}

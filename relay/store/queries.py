@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, exists, func, select
+from sqlalchemy import Select, and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
 from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.store.among import among
+from relay.store import prepared
+from relay.store.among import among, among_param
 from relay.store.models import (
     CONTACT_SLOT_INDEX,
     Contact,
@@ -21,6 +22,10 @@ from relay.store.models import (
     Todo,
     Transition,
 )
+from relay.store.prepared import dialect_of, per_dialect
+
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
@@ -187,92 +192,26 @@ def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[T
     return found
 
 
-#: What a turn's context shows of a message: plain rows, not ORM objects (building and
-#: tracking those cost more than the query for a batch of transcripts).
-CONTEXT_COLUMNS = (
-    Message.id,
-    Message.instance_id,
-    Message.direction,
-    Message.author,
-    Message.body,
-    Message.created_at,
-)
-
-
-def transcripts_for(
-    session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
-) -> dict[str, list[Any]]:
-    """:func:`transcript_of` with ``limit`` for several instances at once, as read-only
-    rows of :data:`CONTEXT_COLUMNS`."""
-    query = select(
-        *CONTEXT_COLUMNS,
-        func.row_number()
-        .over(partition_by=Message.instance_id, order_by=Message.id.desc())
-        .label("recent"),
-    ).where(among(session, Message.instance_id, instance_ids))
-    if said_only:
-        query = query.where(Message.status.not_in(UNDELIVERABLE))
-    ranked = query.subquery()
-    columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
-    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
-    for row in session.execute(
-        select(*columns).where(ranked.c.recent <= limit).order_by(ranked.c.id)
-    ):
-        found[row.instance_id or ""].append(row)
-    return found
-
-
-def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
-    """:func:`unprocessed_inbound_for` as read-only rows of :data:`CONTEXT_COLUMNS`."""
-    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
-    for row in session.execute(
-        select(*CONTEXT_COLUMNS)
-        .where(
-            among(session, Message.instance_id, instance_ids),
-            Message.status == MessageStatus.RECEIVED.value,
-        )
-        .order_by(Message.id)
-    ):
-        found[row.instance_id or ""].append(row)
-    return found
-
-
-def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
-    """:func:`todos_for` as read-only rows (instance_id, position, text, status, and
-    the answer wanted and recorded)."""
-    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
-    for row in session.execute(
-        select(
-            Todo.instance_id,
-            Todo.position,
-            Todo.text,
-            Todo.status,
-            Todo.answer_kind,
-            Todo.answer_spec,
-            Todo.required,
-            Todo.answer,
-        )
-        .where(among(session, Todo.instance_id, instance_ids))
-        .order_by(Todo.position)
-    ):
-        found[row.instance_id].append(row)
-    return found
-
-
 def unprocessed_inbound_for(
     session: Session, instance_ids: Sequence[str]
 ) -> dict[str, list[Message]]:
     found: dict[str, list[Message]] = {i: [] for i in instance_ids}
-    for message in session.scalars(
+    query = _unprocessed_inbound(dialect_of(session))
+    for message in session.scalars(query, prepared.batch_params(session, instance_ids)):
+        found[message.instance_id or ""].append(message)
+    return found
+
+
+@per_dialect
+def _unprocessed_inbound(dialect: str) -> Select[Message]:
+    return (
         select(Message)
         .where(
-            among(session, Message.instance_id, instance_ids),
+            among_param(dialect, Message.instance_id, "ids"),
             Message.status == MessageStatus.RECEIVED.value,
         )
         .order_by(Message.id)
-    ):
-        found[message.instance_id or ""].append(message)
-    return found
+    )
 
 
 def count_by(session: Session, column: Any, *where: Any) -> dict[str, int]:
@@ -302,17 +241,22 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
     found: dict[str, list[str]] = {i: [] for i in instance_ids}
     if not instance_ids:
         return {}
-    for instance_id, provider_id in session.execute(
+    for instance_id, provider_id in prepared.batch(session, _threads, instance_ids):
+        found[str(instance_id)].append(str(provider_id))
+    return {key: tuple(ids) for key, ids in found.items()}
+
+
+@per_dialect
+def _threads(dialect: str) -> AnySelect:
+    return (
         select(Message.instance_id, Message.provider_message_id)
         .where(
-            among(session, Message.instance_id, instance_ids),
+            among_param(dialect, Message.instance_id, "ids"),
             Message.provider_message_id.is_not(None),
             Message.status.not_in(UNDELIVERABLE),
         )
         .order_by(Message.id)
-    ):
-        found[str(instance_id)].append(str(provider_id))
-    return {key: tuple(ids) for key, ids in found.items()}
+    )
 
 
 def count_messages(session: Session, instance_id: str, *where: Any) -> int:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Result, select
+from sqlalchemy import Result, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from relay.store.among import among
-from relay.store.models import Contact, Instance
+from relay.core.values import MessageStatus
+from relay.store import prepared
+from relay.store.among import among_param
+from relay.store.models import Contact, Instance, Message, Todo
+from relay.store.prepared import per_dialect
+from relay.store.queries import UNDELIVERABLE
+
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
 #: The instance columns a turn's context is built from.
 _CONTEXT_INSTANCE = (
@@ -32,8 +40,99 @@ def context_rows(session: Session, instance_ids: Iterable[str]) -> Result[Any]:
     """The instances' context columns with their contact's address and fields: plain
     rows, since nothing read for a turn's context is changed (ORM objects for a
     batch cost more than the SQL)."""
-    return session.execute(
+    return prepared.batch(session, _context_rows, instance_ids)
+
+
+@per_dialect
+def _context_rows(dialect: str) -> AnySelect:
+    return (
         select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
         .join(Contact, Contact.id == Instance.contact_id)
-        .where(among(session, Instance.id, instance_ids))
+        .where(among_param(dialect, Instance.id, "ids"))
+    )
+
+
+#: What a turn's context shows of a message: plain rows, not ORM objects (building and
+#: tracking those cost more than the query for a batch of transcripts).
+CONTEXT_COLUMNS = (
+    Message.id,
+    Message.instance_id,
+    Message.direction,
+    Message.author,
+    Message.body,
+    Message.created_at,
+)
+
+
+def transcripts_for(
+    session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
+) -> dict[str, list[Any]]:
+    """:func:`relay.store.queries.transcript_of` with ``limit`` for several instances at
+    once, as read-only rows of :data:`CONTEXT_COLUMNS`."""
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
+    build = partial(_transcripts, said_only=said_only)
+    for row in prepared.batch(session, build, instance_ids, limit=limit):
+        found[row.instance_id or ""].append(row)
+    return found
+
+
+@per_dialect
+def _transcripts(dialect: str, said_only: bool) -> AnySelect:
+    query = select(
+        *CONTEXT_COLUMNS,
+        func.row_number()
+        .over(partition_by=Message.instance_id, order_by=Message.id.desc())
+        .label("recent"),
+    ).where(among_param(dialect, Message.instance_id, "ids"))
+    if said_only:
+        query = query.where(Message.status.not_in(UNDELIVERABLE))
+    ranked = query.subquery()
+    columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
+    return select(*columns).where(ranked.c.recent <= bindparam("limit")).order_by(ranked.c.id)
+
+
+def inbound_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
+    """What arrived and no turn has read yet, as read-only rows of :data:`CONTEXT_COLUMNS`."""
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
+    for row in prepared.batch(session, _inbound_rows, instance_ids):
+        found[row.instance_id or ""].append(row)
+    return found
+
+
+@per_dialect
+def _inbound_rows(dialect: str) -> AnySelect:
+    return (
+        select(*CONTEXT_COLUMNS)
+        .where(
+            among_param(dialect, Message.instance_id, "ids"),
+            Message.status == MessageStatus.RECEIVED.value,
+        )
+        .order_by(Message.id)
+    )
+
+
+def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
+    """The instances' todos as read-only rows (instance_id, position, text, status, and
+    the answer wanted and recorded)."""
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
+    for row in prepared.batch(session, _todo_rows, instance_ids):
+        found[row.instance_id].append(row)
+    return found
+
+
+@per_dialect
+def _todo_rows(dialect: str) -> AnySelect:
+    return (
+        select(
+            Todo.instance_id,
+            Todo.position,
+            Todo.text,
+            Todo.status,
+            Todo.answer_kind,
+            Todo.answer_spec,
+            Todo.required,
+            Todo.answer,
+        )
+        .where(among_param(dialect, Todo.instance_id, "ids"))
+        .order_by(Todo.position)
     )
