@@ -13,14 +13,8 @@ from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.store.among import among
-from relay.store.models import (
-    CONTACT_SLOT_INDEX,
-    Contact,
-    Instance,
-    Message,
-    Todo,
-    Transition,
-)
+from relay.store.models import Contact, Instance, Message, Todo, Transition
+from relay.store.tables import CONTACT_SLOT_INDEX
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
