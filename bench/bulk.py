@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 
 from relay.engine.service import Relay
 from relay.runner.pulse import Pulse
-from relay.store.models import Base
+from relay.store.tables import metadata
 
 #: States that hold the contact's slot (see DESIGN.md); the clones get one contact each.
 SLOT_HOLDERS = {"CREATED", "ACTIVE", "WAITING_FOR_REPLY", "WAITING_FOR_AGENT",
@@ -95,7 +95,7 @@ def _ts(dialect: str, when: datetime | None, step_ms: float = 0.0) -> str:
 def _clone(conn: Connection, table: str, overrides: dict[str, str], where: str,
            count: int, omit: tuple[str, ...] = ()) -> None:
     dialect = conn.dialect.name
-    columns = [c.name for c in Base.metadata.tables[table].columns if c.name not in omit]
+    columns = [c.name for c in metadata.tables[table].columns if c.name not in omit]
     exprs = [overrides.get(c, f't."{c}"') for c in columns]
     quoted = ", ".join(f'"{c}"' for c in columns)
     sql = (

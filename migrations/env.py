@@ -6,9 +6,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from relay.store.database import make_engine
-from relay.store.models import Base
-
-target_metadata = Base.metadata
+from relay.store.tables import metadata as target_metadata
 
 
 def _run(connection: Connection) -> None:

@@ -259,13 +259,13 @@ class _WorkerDatabase:
     def reset(self) -> None:
         import psycopg
 
-        from relay.store.models import Base
+        from relay.store.tables import metadata
 
         if self.name is None:
             return
         from relay.store.database import HEAD_REVISION
 
-        tables = ", ".join(f'"{name}"' for name in Base.metadata.tables)
+        tables = ", ".join(f'"{name}"' for name in metadata.tables)
         try:
             with psycopg.connect(
                 self.server.url_for(self.name), autocommit=True, connect_timeout=10

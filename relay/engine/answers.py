@@ -43,7 +43,7 @@ def todo_specs(context: TurnContext) -> dict[int, AnswerSpec]:
 
 
 def context_todo(row: Any) -> ContextTodo:
-    """A turn context's todo from a :func:`relay.store.turn_rows.todo_rows_for` row."""
+    """A turn context's todo from a :func:`relay.store.queries.todo_rows_for` row."""
     spec = AnswerSpec.from_json(row.answer_kind, row.answer_spec, row.required)
     return ContextTodo(
         row.position, row.text, row.status, spec.kind.value, spec.choices, spec.required, row.answer

@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
 from relay.store import reads
-from relay.store.models import IMPORT_KEY_INDEX
+from relay.store.tables import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
     from relay.engine.new_conversation import NewConversation

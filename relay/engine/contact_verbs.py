@@ -16,11 +16,11 @@ from relay.engine.addresses import Address
 from relay.engine.views import ContactView, MessageView
 from relay.store import contact_rows, queries
 from relay.store.database import Store
-from relay.store.models import Contact
 
 if TYPE_CHECKING:
     from relay.engine.chat_links import ChatLink
     from relay.engine.service import Relay
+    from relay.store.models import Contact
 
 
 class ContactVerbs:

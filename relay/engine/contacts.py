@@ -7,6 +7,7 @@ message, say); the unique address decides, and the loser uses the winner's row.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -14,7 +15,9 @@ from sqlalchemy.orm import Session
 from relay.core.errors import NotFound
 from relay.engine.addresses import Address
 from relay.store import queries
-from relay.store.models import Contact
+
+if TYPE_CHECKING:
+    from relay.store.models import Contact
 
 
 def find(session: Session, address: str) -> Contact:
@@ -25,6 +28,8 @@ def find(session: Session, address: str) -> Contact:
 
 
 def find_or_create(session: Session, address: Address, now: datetime) -> Contact:
+    from relay.store.models import Contact
+
     found = queries.contact_by_address(session, address.value)
     if found is not None:
         return found

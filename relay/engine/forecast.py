@@ -10,7 +10,9 @@ applied to proactive messages.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.config import Config
@@ -19,11 +21,13 @@ from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.engine import policy
 from relay.store import queries, reads
-from relay.store.models import Instance, Message
+
+if TYPE_CHECKING:
+    from relay.store.models import Instance, Message
 
 
 def next_message(
-    session: Session, instance: Instance, config: Config, now: datetime
+    session: Session, instance: Instance | Row[Any], config: Config, now: datetime
 ) -> Forecast | None:
     """What comes next; None once the conversation has ended."""
     state = State(instance.state)
@@ -37,7 +41,7 @@ def next_message(
     return _due(instance, state, now) or _held(session, instance, state)
 
 
-def _due(instance: Instance, state: State, now: datetime) -> Forecast | None:
+def _due(instance: Instance | Row[Any], state: State, now: datetime) -> Forecast | None:
     """What the runner does next where a turn is due; None in the other states."""
     if state is State.CREATED:
         if instance.not_before is not None and instance.not_before > now:
@@ -50,12 +54,11 @@ def _due(instance: Instance, state: State, now: datetime) -> Forecast | None:
     return None
 
 
-def _held(session: Session, instance: Instance, state: State) -> Forecast:
+def _held(session: Session, instance: Instance | Row[Any], state: State) -> Forecast:
     """What a conversation that no turn serves waits for: its turn in the queue, a
     resume, or a person."""
     if state is State.QUEUED:
-        holder = queries.slot_holder(session, instance.contact_id)
-        return Forecast(Next.QUEUED, detail=holder.id if holder is not None else None)
+        return Forecast(Next.QUEUED, detail=queries.slot_holder_id(session, instance.contact_id))
     if state is State.PAUSED:
         return Forecast(
             Next.PAUSED,
@@ -67,7 +70,7 @@ def _held(session: Session, instance: Instance, state: State) -> Forecast:
     return Forecast(Next.PERSON, detail=why)
 
 
-def _delivery(message: Message, now: datetime) -> Forecast:
+def _delivery(message: Message | Row[Any], now: datetime) -> Forecast:
     channel = message.channel or "console"
     when = message.next_attempt_at
     if message.status == MessageStatus.SENDING.value:
@@ -91,7 +94,9 @@ def _delivery(message: Message, now: datetime) -> Forecast:
     return Forecast(Next.DELIVERY, delivery=Delivery.READY, channel=channel, due=True)
 
 
-def _heartbeat(session: Session, instance: Instance, config: Config, now: datetime) -> Forecast:
+def _heartbeat(
+    session: Session, instance: Instance | Row[Any], config: Config, now: datetime
+) -> Forecast:
     due = instance.next_heartbeat_at
     if due is None:  # not expected: a heartbeat is always pending here
         return Forecast(Next.AWAIT_REPLY)
@@ -108,5 +113,5 @@ def _heartbeat(session: Session, instance: Instance, config: Config, now: dateti
     return Forecast(Next.FOLLOW_UP, at=due, number=number, at_window_open=at_open)
 
 
-def _number(instance: Instance) -> str:
+def _number(instance: Instance | Row[Any]) -> str:
     return f"{instance.follow_up_count + 1}/{instance.max_followups}"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.core.durations import format_duration, parse_duration
@@ -26,13 +27,13 @@ from relay.engine.report_views import (
     WatchRow,
 )
 from relay.engine.views import DaemonView, StatusView
-from relay.store import arrivals, queries, status_counts
+from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store
-from relay.store.models import Daemon, Instance, Message
 
 if TYPE_CHECKING:
     from relay.engine.service import Relay
+    from relay.store.models import Instance, Message
 
 #: A daemon that has not pulsed for this long is not counted as live.
 DAEMON_SILENCE = timedelta(minutes=2)
@@ -187,8 +188,6 @@ class Lookups:
     # -- status -------------------------------------------------------------
 
     def status(self) -> StatusView:
-        from relay.store import claims  # the daemon's claiming module, only for its counts
-
         with self.store.read_transaction() as session:
             states = status_counts.instances_by_state(session)
             # Only the statuses shown (an index range, not every message ever sent).
@@ -198,10 +197,10 @@ class Lookups:
             now = self.now()
             daemons, last_seen = _daemons(session, now)
             # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
-            due = claims.count_due(session, now)
+            due_now = due.count_due(session, now)
             # Work due for longer than a daemon may stay silent: nobody is doing it
             # (with cron, `relay tick` every minute keeps this at zero).
-            overdue = claims.count_due(session, now, due_by=now - DAEMON_SILENCE)
+            overdue = due.count_due(session, now, due_by=now - DAEMON_SILENCE)
         pending = outbound.get("queued", 0) + outbound.get("sending", 0)
         warnings = _unattended(overdue, last_seen, now)
         return StatusView(
@@ -212,7 +211,7 @@ class Lookups:
             unrouted_inbound=unrouted,
             late_inbound=late,
             rejected_inbound=rejected,
-            work_due=due,
+            work_due=due_now,
             daemons=tuple(
                 DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons
             ),
@@ -221,7 +220,7 @@ class Lookups:
         )
 
 
-def _daemons(session: Session, now: datetime) -> tuple[Sequence[Daemon], datetime | None]:
+def _daemons(session: Session, now: datetime) -> tuple[Sequence[Row[Any]], datetime | None]:
     """The live daemons, and when any daemon last pulsed. Live: pulsed recently and
     not stopped (a killed daemon never records its stop)."""
     daemons = daemons_table.live_daemons(session, now - DAEMON_SILENCE)

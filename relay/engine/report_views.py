@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.engine.views import MessageView, TodoView
-from relay.store.models import Instance
+
+if TYPE_CHECKING:
+    from relay.store.models import Instance
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class ResultView:
         }
 
 
-def why(instance: Instance, latest_reason: str | None) -> str | None:
+def why(instance: Instance | Row[Any], latest_reason: str | None) -> str | None:
     """The reason shown with an instance's state (see :attr:`InstanceView.reason`)."""
     if instance.failure_reason == "cancelled" and latest_reason:
         return f"cancelled: {latest_reason}"

@@ -11,6 +11,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Self
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.config import Config, load_config
@@ -26,15 +27,16 @@ from relay.engine.lookups import Lookups, parse_state
 from relay.engine.report_views import why
 from relay.engine.starting import Starting
 from relay.engine.views import InstanceView, MessageView, TransitionView
-from relay.store import arrivals, instance_rows, queries
+from relay.store import arrivals, contact_rows, instance_rows, queries
 from relay.store.database import Store, open_store
-from relay.store.models import Contact, Instance
 
-# The write side (transitions, audit, inbound, the outbox) is imported by the
-# verbs that use it: a read command (list, show, status) loads none of it.
+# The write side (transitions, audit, inbound, the outbox, the ORM's mapped
+# classes) is imported by the verbs that use it: a read command (list, show,
+# status) loads none of it and reads Core rows.
 if TYPE_CHECKING:
     from relay.channels.base import Incoming
     from relay.engine import inbound
+    from relay.store.models import Instance
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
 
@@ -81,7 +83,7 @@ class Relay(Starting, ContactVerbs, Lookups):
 
     def get(self, instance_id: str) -> InstanceView:
         with self.store.read_transaction() as session:
-            return self._view(session, queries.resolve_instance(session, instance_id))
+            return self._view(session, instance_rows.instance_row(session, instance_id))
 
     def instances(
         self,
@@ -100,22 +102,20 @@ class Relay(Starting, ContactVerbs, Lookups):
             rows = instance_rows.newest_instances(
                 session, state=state_value, address=address, campaign=campaign, limit=limit
             )
-            ids = [inst.id for inst, _ in rows]
-            todos = queries.todos_for(session, ids) if rows else {}
+            ids = [row.id for row in rows]
+            todos = queries.todo_rows_for(session, ids, whole=True) if rows else {}
             reasons = queries.latest_reasons(session, ids)
             return [
                 InstanceView.build(
-                    inst, person, todos[inst.id], reason=why(inst, reasons.get(inst.id))
+                    row, row.address, todos[row.id], reason=why(row, reasons.get(row.id))
                 )
-                for inst, person in rows
+                for row in rows
             ]
 
     def transcript(self, instance_id: str) -> list[MessageView]:
         with self.store.read_transaction() as session:
-            instance = queries.resolve_instance(session, instance_id)
-            person = session.get(Contact, instance.contact_id)
-            assert person is not None  # a foreign key: every instance has its contact
-            address = person.address
+            instance = instance_rows.instance_row(session, instance_id)
+            address = contact_rows.address_of(session, instance.contact_id)
             return [
                 MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)
             ]
@@ -123,7 +123,7 @@ class Relay(Starting, ContactVerbs, Lookups):
     def history(self, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
         """The transition log; with ``commands``, the audited operator commands too."""
         with self.store.read_transaction() as session:
-            instance = queries.resolve_instance(session, instance_id)
+            instance = instance_rows.instance_row(session, instance_id)
             rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
         if not commands:
             return rows
@@ -135,15 +135,16 @@ class Relay(Starting, ContactVerbs, Lookups):
         # command is listed first.
         return sorted(rows, key=lambda r: (r.at, r.kind != "command"))
 
-    def _view(self, session: Session, instance: Instance) -> InstanceView:
-        person = session.get(Contact, instance.contact_id)
-        assert person is not None
-        todos = list(queries.todos_of(session, instance.id))
+    def _view(self, session: Session, instance: Instance | Row[Any]) -> InstanceView:
+        """The instance's view: a Core row read by ``show``, or the mapped object a
+        command changed (its changes flushed before these reads)."""
+        address = contact_rows.address_of(session, instance.contact_id)
+        todos = queries.todo_rows_for(session, [instance.id], whole=True)[instance.id]
         upcoming = forecast.next_message(session, instance, self.config, self.now())
         late = arrivals.late_replies(session, instance.id) if State(instance.state).terminal else 0
         return InstanceView.build(
             instance,
-            person,
+            address,
             todos,
             forecast=upcoming,
             late_replies=late,
@@ -217,8 +218,6 @@ class Relay(Starting, ContactVerbs, Lookups):
                     f"instance {instance.id} is {state.value}, waiting for the contact's "
                     "live conversation to end; send on that one, or cancel it first"
                 )
-            person = session.get(Contact, instance.contact_id)
-            assert person is not None
             now = self.now()
             message = queue_outbound(session, instance, body, Author.OPERATOR, now)
             event_log.record_queued(session, message, now)
@@ -237,7 +236,7 @@ class Relay(Starting, ContactVerbs, Lookups):
                 # The silence now counts from the operator's message.
                 instance.next_heartbeat_at = now + timedelta(seconds=instance.heartbeat_seconds)
                 instance.version += 1
-            return MessageView.build(message, person.address)
+            return MessageView.build(message, contact_rows.address_of(session, instance.contact_id))
 
     def receive(
         self,

@@ -39,11 +39,11 @@ from relay.engine.views import InstanceView, MessageView
 from relay.store import queries
 from relay.store.database import Store
 from relay.store.ids import new_instance_id
-from relay.store.models import Contact, Instance, Todo
 
 if TYPE_CHECKING:
     from relay.engine.campaigns import ImportReport
     from relay.engine.service import Relay
+    from relay.store.models import Contact, Instance
 
 #: Delivery states of a first message, worst first: what ``start`` reports.
 _WORST_FIRST = ("failed", "blocked", "queued", "sending")
@@ -209,6 +209,7 @@ class Starting(BackendChecks):
                 "`relay contact deliverable` clears it once the address is fixed"
             )
         from relay.engine import transitions
+        from relay.store.models import Todo
 
         merge_contact_fields(person, spec, now)
         instance = self._insert_instance(session, person, spec, now)
@@ -278,6 +279,8 @@ class Starting(BackendChecks):
     def _insert_instance(
         self, session: Session, person: Contact, spec: NewConversation, now: datetime
     ) -> Instance:
+        from relay.store.models import Instance
+
         instance = Instance(
             id=new_instance_id(),
             contact_id=person.id,

@@ -14,7 +14,7 @@ from relay.core.turns import (
     TurnReason,
 )
 from relay.engine import answers, scoped_state
-from relay.store import turn_rows
+from relay.store import queries, turn_rows
 from relay.store.models import Message
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def read_contexts(
             if row.state in REASONS and row.version == versions[row.id] and row.lease_owner == owner
         ]
         ids = [row.id for row in instances]
-        todos = turn_rows.todo_rows_for(session, ids)
+        todos = queries.todo_rows_for(session, ids)
         transcripts = turn_rows.transcripts_for(session, ids, window, said_only=True)
         inbound = turn_rows.inbound_rows_for(session, ids)
         states = scoped_state.load(session, instances)

@@ -2,6 +2,8 @@
 
 The CLI renders these; a main agent reads their ``to_json()``. Field names are
 part of relay's public interface, so change them only with a note in the docs.
+Each is built from a mapped object or from a Core row of the same table (the read
+commands' kind): both have the columns as attributes.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Row
+
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
-from relay.store.models import Contact, Instance, Message, Todo, Transition
 
 if TYPE_CHECKING:
     from relay.engine.report_views import EventView
+    from relay.store.models import Instance, Message, Todo, Transition
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class TodoView:
     answered_at: datetime | None = None
 
     @classmethod
-    def build(cls, todo: Todo) -> TodoView:
+    def build(cls, todo: Todo | Row[Any]) -> TodoView:
         choices = tuple((todo.answer_spec or {}).get("choices", ()))
         return cls(
             todo.position,
@@ -123,11 +127,12 @@ class InstanceView:
 
     @classmethod
     def build(
-        cls, instance: Instance, contact: Contact, todos: list[Todo], **extra: Any
+        cls, instance: Instance | Row[Any], contact: str, todos: list[Any], **extra: Any
     ) -> InstanceView:
+        """``contact``: the contact's address; ``todos``: as :meth:`TodoView.build` takes."""
         return cls(
             id=instance.id,
-            contact=contact.address,
+            contact=contact,
             state=instance.state,
             previous_state=instance.previous_state,
             objective=instance.objective,
@@ -216,7 +221,7 @@ class MessageView:
     raw: str | None = None  # inbound: the message as received (a whole email), for audit
 
     @classmethod
-    def build(cls, message: Message, contact: str) -> MessageView:
+    def build(cls, message: Message | Row[Any], contact: str) -> MessageView:
         return cls(
             id=message.id,
             instance_id=message.instance_id,
@@ -286,7 +291,7 @@ class TransitionView:
         )
 
     @classmethod
-    def build(cls, row: Transition) -> TransitionView:
+    def build(cls, row: Transition | Row[Any]) -> TransitionView:
         return cls(
             row.instance_id,
             row.from_state,

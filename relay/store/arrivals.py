@@ -4,14 +4,15 @@ to (by its thread first, then by its contact), and what came in that no
 conversation took.
 
 Apart from :mod:`relay.store.queries` because only the inbound side (polling,
-``relay serve``, receipts) asks them.
+``relay serve``, receipts) asks them. As there, what a caller changes is a
+mapped object (the models imported where they run); the counts are Core.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
@@ -20,11 +21,16 @@ from sqlalchemy.orm import Session
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.store import queries
-from relay.store.models import ChannelCursor, InboundReject, Instance, Message
+from relay.store.tables import channel_cursors, inbound_rejects, instances, messages
+
+if TYPE_CHECKING:
+    from relay.store.models import Instance, Message
 
 
 def channel_cursor(session: Session, channel: str) -> str | None:
-    return session.scalar(select(ChannelCursor.position).where(ChannelCursor.channel == channel))
+    return session.scalar(
+        select(channel_cursors.c.position).where(channel_cursors.c.channel == channel)
+    )
 
 
 def lock_channel(session: Session, channel: str) -> None:
@@ -50,6 +56,8 @@ def advance_cursor(
     """Move ``channel``'s position from ``read`` (what the poll started from) to
     ``position``, in the caller's transaction; False when another poller moved it
     meanwhile (what it read is stored by then, so ours are duplicates at worst)."""
+    from relay.store.models import ChannelCursor
+
     row = session.scalar(
         select(ChannelCursor).where(ChannelCursor.channel == channel).with_for_update()
     )
@@ -82,6 +90,8 @@ def outbound_by_provider_id(session: Session, channel: str, provider_id: str) ->
 
 
 def _by_provider_id(channel: str, provider_id: str, direction: Direction) -> Select[Any]:
+    from relay.store.models import Message
+
     return (
         select(Message)
         .where(
@@ -99,14 +109,19 @@ def instance_answered_by(session: Session, provider_ids: Sequence[str]) -> str |
     if not provider_ids:
         return None
     return session.scalar(
-        select(Message.instance_id)
-        .where(Message.provider_message_id.in_(provider_ids), Message.instance_id.is_not(None))
-        .order_by(Message.id.desc())
+        select(messages.c.instance_id)
+        .where(
+            messages.c.provider_message_id.in_(provider_ids),
+            messages.c.instance_id.is_not(None),
+        )
+        .order_by(messages.c.id.desc())
         .limit(1)
     )
 
 
 def latest_instance(session: Session, contact_id: int) -> Instance | None:
+    from relay.store.models import Instance
+
     return session.scalar(
         select(Instance)
         .where(Instance.contact_id == contact_id)
@@ -124,8 +139,8 @@ def late_replies(session: Session, instance_id: str) -> int:
     return queries.count_messages(
         session,
         instance_id,
-        Message.direction == Direction.INBOUND.value,
-        Message.status == MessageStatus.RECEIVED.value,
+        messages.c.direction == Direction.INBOUND.value,
+        messages.c.status == MessageStatus.RECEIVED.value,
     )
 
 
@@ -134,13 +149,13 @@ def inbound_trouble(session: Session) -> tuple[int, int]:
     terminal = [s.value for s in State if s.terminal]
     late = session.scalar(
         select(func.count())
-        .select_from(Message)
-        .join(Instance, Instance.id == Message.instance_id)
+        .select_from(messages)
+        .join(instances, instances.c.id == messages.c.instance_id)
         .where(
-            Message.direction == Direction.INBOUND.value,
-            Message.status == MessageStatus.RECEIVED.value,
-            Instance.state.in_(terminal),
+            messages.c.direction == Direction.INBOUND.value,
+            messages.c.status == MessageStatus.RECEIVED.value,
+            instances.c.state.in_(terminal),
         )
     )
-    rejected = session.scalar(select(func.count()).select_from(InboundReject))
+    rejected = session.scalar(select(func.count()).select_from(inbound_rejects))
     return int(late or 0), int(rejected or 0)

@@ -16,32 +16,20 @@ from sqlalchemy import Select, bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
-from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
 from relay.store import locked_rows, prepared
 from relay.store.among import among, among_param, values_param
 from relay.store.database import affected
+from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due, undelivered
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
 from relay.store.models import Instance, Message
 from relay.store.prepared import dialect_of, per_dialect
-
-TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
-#: Outbox rows still to be delivered (``sending`` ones whose sender died included).
-OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
 
 
 def _skip_locked(dialect: str, query: Select[Any]) -> Select[Any]:
     if dialect == "postgresql":
         return query.with_for_update(skip_locked=True)
     return query
-
-
-def _turn_due(now: Any) -> list[Any]:
-    return [
-        Instance.state.in_(TURN_STATES),
-        or_(Instance.lease_expires_at.is_(None), Instance.lease_expires_at <= now),
-        or_(Instance.not_before.is_(None), Instance.not_before <= now),
-    ]
 
 
 def claim_turns(
@@ -68,7 +56,7 @@ def claim_turns(
 
 @per_dialect
 def _due_turns(dialect: str, one: bool) -> Select[Any]:
-    query = locked_rows.selecting(InstanceRow).where(*_turn_due(bindparam("now")))
+    query = locked_rows.selecting(InstanceRow).where(*turn_due(bindparam("now")))
     if one:
         query = query.where(Instance.id == bindparam("instance_id"))
     query = query.order_by(Instance.updated_at, Instance.seq).limit(bindparam("limit"))
@@ -131,23 +119,6 @@ def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message
     return {message.id: message for message in session.scalars(query)}
 
 
-def _undelivered(instance_id: Any) -> Any:
-    """Outbound of the instance not yet in the contact's hands (queued, sending)."""
-    pending = aliased(Message)
-    return exists().where(pending.instance_id == instance_id, pending.status.in_(OUTBOX_PENDING))
-
-
-def _heartbeat_due(cutoff: Any) -> list[Any]:
-    """A heartbeat is due when the silence has lasted: never while relay's own
-    message has not reached the contact yet (held by a rate limit, retrying), for
-    that silence is not the contact's."""
-    return [
-        Instance.state == State.WAITING_FOR_REPLY.value,
-        Instance.next_heartbeat_at <= cutoff,
-        ~_undelivered(Instance.id),
-    ]
-
-
 def due_heartbeats(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked,
     as plain rows: the caller writes them (:func:`locked_rows.write`)."""
@@ -159,7 +130,7 @@ def due_heartbeats(session: Session, now: datetime, limit: int) -> list[Instance
 def _due_heartbeats(dialect: str) -> Select[Any]:
     query = (
         locked_rows.selecting(InstanceRow)
-        .where(*_heartbeat_due(bindparam("now")))
+        .where(*heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(bindparam("limit"))
     )
@@ -288,7 +259,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
             .where(
                 Instance.state == State.WAITING_FOR_REPLY.value,
                 Instance.next_heartbeat_at.is_not(None),
-                ~_undelivered(Instance.id),
+                ~undelivered(Instance.id),
             )
             .order_by(Instance.next_heartbeat_at)
             .limit(1)
@@ -310,25 +281,3 @@ def next_due(session: Session, now: datetime) -> datetime | None:
     ]
     found = [c for c in candidates if c is not None]
     return min(found) if found else None
-
-
-def count_due(session: Session, now: datetime, *, due_by: datetime | None = None) -> int:
-    """How much work a pulse at ``now`` would find: turns, heartbeats, snoozes and
-    deliveries. With ``due_by``, only what was already due by then (overdue work)."""
-    cutoff = now if due_by is None else due_by
-    counts = [
-        select(func.count())
-        .select_from(Instance)
-        .where(*_turn_due(now), func.coalesce(Instance.not_before, Instance.updated_at) <= cutoff),
-        select(func.count()).select_from(Instance).where(*_heartbeat_due(cutoff)),
-        select(func.count())
-        .select_from(Instance)
-        .where(Instance.state == State.PAUSED.value, Instance.paused_until <= cutoff),
-        select(func.count())
-        .select_from(Message)
-        .where(
-            Message.status.in_(OUTBOX_PENDING),
-            Message.next_attempt_at <= cutoff,
-        ),
-    ]
-    return sum(int(session.scalar(query) or 0) for query in counts)

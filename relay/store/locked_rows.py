@@ -24,13 +24,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, ClassVar, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
 from sqlalchemy import Column, Select, Table, select
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes, prepared
-from relay.store.models import Instance, Message, table_of
+from relay.store import fast_writes, prepared, tables
+
+if TYPE_CHECKING:
+    from relay.store.models import Instance, Message
 
 _UNREAD = object()
 
@@ -69,7 +71,7 @@ def _loaded(table: Table, *skipped: str) -> tuple[Column[Any], ...]:
 
 
 class InstanceRow(PlainRow):
-    table = table_of(Instance)
+    table = tables.instances
     columns = _loaded(table, "objective", "subject", "meta", "result_schema", "template")
 
     seq: int
@@ -108,7 +110,7 @@ class InstanceRow(PlainRow):
 
 
 class MessageRow(PlainRow):
-    table = table_of(Message)
+    table = tables.messages
     columns = _loaded(table, "raw", "refs", "note")
 
     id: int
@@ -135,9 +137,9 @@ class MessageRow(PlainRow):
 
 
 #: What the state machine takes: either kind of instance has the columns it uses.
-InstanceFields: TypeAlias = Instance | InstanceRow
+InstanceFields: TypeAlias = "Instance | InstanceRow"
 #: What the delivery gate takes: either kind of outbox row.
-MessageFields: TypeAlias = Message | MessageRow
+MessageFields: TypeAlias = "Message | MessageRow"
 
 R = TypeVar("R", bound=PlainRow)
 

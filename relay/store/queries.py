@@ -1,30 +1,38 @@
-"""Named queries over the store; the engine asks these instead of writing SQL inline."""
+"""Named queries over the store; the engine asks these instead of writing SQL inline.
+
+Reads return Core rows of :mod:`relay.store.tables`. The queries whose caller
+changes what it gets (a command's instance, todos, inbound) return the ORM's
+objects and import :mod:`relay.store.models` where they run, so that a read
+command never loads it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, and_, exists, func, select
+from sqlalchemy import Row, Select, exists, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
-from relay.core.errors import Ambiguous, NotFound
 from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.store import prepared
 from relay.store.among import among, among_param
-from relay.store.models import (
-    CONTACT_SLOT_INDEX,
-    Contact,
-    Instance,
-    Message,
-    Todo,
-    Transition,
-)
+from relay.store.instance_rows import first_two, resolve
 from relay.store.prepared import dialect_of, per_dialect
+from relay.store.tables import (
+    CONTACT_SLOT_INDEX,
+    contacts,
+    instances,
+    messages,
+    todos,
+    transitions,
+)
 
 if TYPE_CHECKING:
+    from relay.store.models import Contact, Instance, Message, Todo
     from relay.store.prepared import AnySelect
 
 
@@ -41,54 +49,21 @@ def is_slot_violation(exc: IntegrityError) -> bool:
 
 
 def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> Instance:
-    """Find the instance whose id starts with ``prefix``; unknown or ambiguous is an error.
+    """The instance whose id starts with ``prefix``, for a command that changes it
+    (``lock``: its row lock); unknown or ambiguous is an error (see
+    :func:`relay.store.instance_rows.resolve`)."""
+    from relay.store.models import Instance
 
-    An exact id is one unique-index lookup; a prefix is a range on the same index
-    (``id >= prefix AND id < next``), never a ``LIKE`` that scans the table.
-    """
-    cleaned = prefix.strip().lower()
-    if not cleaned:
-        raise NotFound("no instance id given")
-    exact = session.scalar(_locked(select(Instance).where(Instance.id == cleaned), lock))
-    if exact is not None:
-        return exact
-    query = select(Instance).where(_prefix_condition(cleaned))
-    found = session.scalars(_locked(query.order_by(Instance.id).limit(2), lock)).all()
-    found = [i for i in found if i.id.startswith(cleaned)]
-    if not found:
-        raise NotFound(f"no instance matches {prefix!r}")
-    if len(found) > 1:
-        raise Ambiguous(f"instance id {prefix!r} is ambiguous; type more characters")
-    return found[0]
+    def matching(where: Any) -> Sequence[Instance]:
+        query = first_two(select(Instance), where)
+        return session.scalars(query.with_for_update() if lock else query).all()
 
-
-def _locked(query: Any, lock: bool) -> Any:
-    return query.with_for_update() if lock else query
-
-
-#: Characters an instance id may hold, in the order every collation sorts them.
-_ID_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
-
-
-def _prefix_condition(prefix: str) -> Any:
-    """``id`` starts with ``prefix``, as a range the unique index answers.
-
-    Ids are lower-case letters and digits, which binary (SQLite) and linguistic
-    (PostgreSQL's default) collations order alike, so the upper bound is the prefix
-    with its last character moved one up that alphabet. Anything else falls back
-    to ``LIKE`` (nothing relay made can match it).
-    """
-    if not all(ch in _ID_CHARS for ch in prefix):
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return Instance.id.like(escaped + "%", escape="\\")
-    stem = prefix.rstrip(_ID_CHARS[-1])
-    if not stem:
-        return Instance.id >= prefix
-    upper = stem[:-1] + _ID_CHARS[_ID_CHARS.index(stem[-1]) + 1]
-    return and_(Instance.id >= prefix, Instance.id < upper)
+    return resolve(prefix, matching)
 
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
+    from relay.store.models import Contact
+
     return session.scalar(select(Contact).where(Contact.address == address))
 
 
@@ -101,13 +76,15 @@ def lock_contact(session: Session, contact_id: int) -> None:
     conversation could wait forever. Both take this lock first; on SQLite every
     transaction already holds the database's write lock.
     """
-    session.execute(select(Contact.id).where(Contact.id == contact_id).with_for_update())
+    session.execute(select(contacts.c.id).where(contacts.c.id == contact_id).with_for_update())
 
 
 def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Instance | None:
     """The instance holding the contact's slot; ``lock`` takes its row lock and
     re-reads it, so a decision based on its state cannot race a concurrent event
     (a heartbeat firing while a reply arrives)."""
+    from relay.store.models import Instance
+
     query = select(Instance).where(Instance.contact_slot == contact_id)
     if lock:
         query = query.with_for_update().execution_options(populate_existing=True)
@@ -117,6 +94,8 @@ def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Ins
 def oldest_queued(session: Session, contact_id: int) -> Instance | None:
     """The next instance in the contact's FIFO (paused queued ones keep their place
     without blocking)."""
+    from relay.store.models import Instance
+
     return session.scalar(
         select(Instance)
         .where(Instance.contact_id == contact_id, Instance.state == State.QUEUED.value)
@@ -128,6 +107,8 @@ def oldest_queued(session: Session, contact_id: int) -> Instance | None:
 
 def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
     """Instances waiting for the contact's slot, paused or not, oldest first."""
+    from relay.store.models import Instance
+
     return session.scalars(
         select(Instance)
         .where(Instance.contact_id == contact_id, Instance.contact_slot.is_(None))
@@ -136,10 +117,9 @@ def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
     ).all()
 
 
-def todos_of(session: Session, instance_id: str) -> Sequence[Todo]:
-    return session.scalars(
-        select(Todo).where(Todo.instance_id == instance_id).order_by(Todo.position)
-    ).all()
+def slot_holder_id(session: Session, contact_id: int) -> str | None:
+    """The id of the instance holding the contact's slot, to read."""
+    return session.scalar(select(instances.c.id).where(instances.c.contact_slot == contact_id))
 
 
 UNDELIVERABLE = (
@@ -151,28 +131,32 @@ UNDELIVERABLE = (
 
 def transcript_of(
     session: Session, instance_id: str, limit: int | None = None, *, said_only: bool = False
-) -> list[Message]:
+) -> list[Row[Any]]:
     """The instance's transcript in order; with ``limit``, the most recent ``limit`` rows.
 
     ``said_only`` leaves out outbound messages that never reached the contact
     (failed, blocked, cancelled): an agent must not think it said them.
     """
-    query = select(Message).where(Message.instance_id == instance_id)
+    query = select(messages).where(messages.c.instance_id == instance_id)
     if said_only:
-        query = query.where(Message.status.not_in(UNDELIVERABLE))
+        query = query.where(messages.c.status.not_in(UNDELIVERABLE))
     if limit is not None:
-        rows = session.scalars(query.order_by(Message.id.desc()).limit(limit)).all()
+        rows = session.execute(query.order_by(messages.c.id.desc()).limit(limit)).all()
         return list(reversed(rows))
-    return list(session.scalars(query.order_by(Message.id)).all())
+    return list(session.execute(query.order_by(messages.c.id)).all())
 
 
-def history_of(session: Session, instance_id: str) -> Sequence[Transition]:
-    return session.scalars(
-        select(Transition).where(Transition.instance_id == instance_id).order_by(Transition.id)
+def history_of(session: Session, instance_id: str) -> Sequence[Row[Any]]:
+    return session.execute(
+        select(transitions)
+        .where(transitions.c.instance_id == instance_id)
+        .order_by(transitions.c.id)
     ).all()
 
 
 def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]:
+    from relay.store.models import Message
+
     return session.scalars(
         select(Message)
         .where(Message.instance_id == instance_id, Message.status == MessageStatus.RECEIVED.value)
@@ -184,6 +168,8 @@ def unprocessed_inbound(session: Session, instance_id: str) -> Sequence[Message]
 
 
 def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Todo]]:
+    from relay.store.models import Todo
+
     found: dict[str, list[Todo]] = {i: [] for i in instance_ids}
     for todo in session.scalars(
         select(Todo).where(among(session, Todo.instance_id, instance_ids)).order_by(Todo.position)
@@ -192,9 +178,44 @@ def todos_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[T
     return found
 
 
+#: What a turn's context reads of a todo: the answer wanted and recorded.
+TODO_CONTEXT_COLUMNS = (
+    todos.c.instance_id,
+    todos.c.position,
+    todos.c.text,
+    todos.c.status,
+    todos.c.answer_kind,
+    todos.c.answer_spec,
+    todos.c.required,
+    todos.c.answer,
+)
+
+
+def todo_rows_for(
+    session: Session, instance_ids: Sequence[str], *, whole: bool = False
+) -> dict[str, list[Any]]:
+    """:func:`todos_for` as read-only rows of :data:`TODO_CONTEXT_COLUMNS` (``whole``:
+    every column, for the views)."""
+    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
+    for row in prepared.batch(session, partial(_todo_rows, whole=whole), instance_ids):
+        found[row.instance_id].append(row)
+    return found
+
+
+@per_dialect
+def _todo_rows(dialect: str, whole: bool) -> AnySelect:
+    columns = todos.c if whole else TODO_CONTEXT_COLUMNS
+    return (
+        select(*columns)
+        .where(among_param(dialect, todos.c.instance_id, "ids"))
+        .order_by(todos.c.position)
+    )
+
+
 def unprocessed_inbound_for(
     session: Session, instance_ids: Sequence[str]
 ) -> dict[str, list[Message]]:
+
     found: dict[str, list[Message]] = {i: [] for i in instance_ids}
     query = _unprocessed_inbound(dialect_of(session))
     for message in session.scalars(query, prepared.batch_params(session, instance_ids)):
@@ -204,6 +225,8 @@ def unprocessed_inbound_for(
 
 @per_dialect
 def _unprocessed_inbound(dialect: str) -> Select[Message]:
+    from relay.store.models import Message
+
     return (
         select(Message)
         .where(
@@ -225,13 +248,13 @@ def count_by(session: Session, column: Any, *where: Any) -> dict[str, int]:
 def thread_of(session: Session, instance_id: str) -> tuple[str, ...]:
     """Provider ids of the conversation's messages, oldest first (an email thread)."""
     rows = session.scalars(
-        select(Message.provider_message_id)
+        select(messages.c.provider_message_id)
         .where(
-            Message.instance_id == instance_id,
-            Message.provider_message_id.is_not(None),
-            Message.status.not_in(UNDELIVERABLE),
+            messages.c.instance_id == instance_id,
+            messages.c.provider_message_id.is_not(None),
+            messages.c.status.not_in(UNDELIVERABLE),
         )
-        .order_by(Message.id)
+        .order_by(messages.c.id)
     )
     return tuple(r for r in rows if r)
 
@@ -249,36 +272,36 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
 @per_dialect
 def _threads(dialect: str) -> AnySelect:
     return (
-        select(Message.instance_id, Message.provider_message_id)
+        select(messages.c.instance_id, messages.c.provider_message_id)
         .where(
-            among_param(dialect, Message.instance_id, "ids"),
-            Message.provider_message_id.is_not(None),
-            Message.status.not_in(UNDELIVERABLE),
+            among_param(dialect, messages.c.instance_id, "ids"),
+            messages.c.provider_message_id.is_not(None),
+            messages.c.status.not_in(UNDELIVERABLE),
         )
-        .order_by(Message.id)
+        .order_by(messages.c.id)
     )
 
 
 def count_messages(session: Session, instance_id: str, *where: Any) -> int:
     """How many of the conversation's messages match ``where``."""
-    query = select(func.count()).select_from(Message)
-    return int(session.scalar(query.where(Message.instance_id == instance_id, *where)) or 0)
+    query = select(func.count()).select_from(messages)
+    return int(session.scalar(query.where(messages.c.instance_id == instance_id, *where)) or 0)
 
 
 def in_flight(session: Session, instance_id: str) -> int:
     """Messages claimed and being handed to a channel (they may still arrive)."""
-    return count_messages(session, instance_id, Message.status == MessageStatus.SENDING.value)
+    return count_messages(session, instance_id, messages.c.status == MessageStatus.SENDING.value)
 
 
 def stranded_queues(session: Session) -> list[int]:
     """Contacts with a QUEUED conversation and no conversation holding their slot."""
-    holder = aliased(Instance)
+    holder = instances.alias()
     return list(
         session.scalars(
-            select(Instance.contact_id)
+            select(instances.c.contact_id)
             .where(
-                Instance.state == State.QUEUED.value,
-                ~exists().where(holder.contact_slot == Instance.contact_id),
+                instances.c.state == State.QUEUED.value,
+                ~exists().where(holder.c.contact_slot == instances.c.contact_id),
             )
             .distinct()
         )
@@ -287,6 +310,8 @@ def stranded_queues(session: Session) -> list[int]:
 
 def instances_by_id(session: Session, instance_ids: Sequence[str]) -> Sequence[Instance]:
     """Instances by exact id, in the order given (unknown ids are left out)."""
+    from relay.store.models import Instance
+
     if not instance_ids:
         return []
     found = {
@@ -296,6 +321,8 @@ def instances_by_id(session: Session, instance_ids: Sequence[str]) -> Sequence[I
 
 
 def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Message]:
+    from relay.store.models import Message
+
     if not message_ids:
         return {}
     return {m.id: m for m in session.scalars(select(Message).where(Message.id.in_(message_ids)))}
@@ -306,11 +333,11 @@ def latest_reasons(session: Session, instance_ids: Sequence[str]) -> dict[str, s
     if not instance_ids:
         return {}
     latest = (
-        select(func.max(Transition.id))
-        .where(Transition.instance_id.in_(instance_ids))
-        .group_by(Transition.instance_id)
+        select(func.max(transitions.c.id))
+        .where(transitions.c.instance_id.in_(instance_ids))
+        .group_by(transitions.c.instance_id)
     )
     rows = session.execute(
-        select(Transition.instance_id, Transition.reason).where(Transition.id.in_(latest))
+        select(transitions.c.instance_id, transitions.c.reason).where(transitions.c.id.in_(latest))
     )
     return {instance_id: reason for instance_id, reason in rows if reason}

@@ -1,19 +1,23 @@
 """Named read queries for the operator's views: contacts, the inbox of unrouted
 inbound, ``relay watch``'s rows and ``relay show``'s next message. Each is one
 or two statements, whatever the number of rows, so a refreshing view does not
-hammer the store."""
+hammer the store. Those that return mapped objects import the models where they
+run (``relay show`` loads none)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Row, case, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
-from relay.store.models import Contact, InboundReject, Instance, Message
+from relay.store.tables import contacts, instances, messages
+
+if TYPE_CHECKING:
+    from relay.store.models import Contact, InboundReject, Message
 
 #: Marks inbound kept on a conversation that had already ended (``engine.inbound.LATE``).
 LATE_NOTE = "after the conversation ended"
@@ -21,6 +25,8 @@ LATE_NOTE = "after the conversation ended"
 
 def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[Any]:
     """Contacts newest first with their conversation counts (one statement)."""
+    from relay.store.models import Contact, Instance
+
     counts = select(
         Instance.contact_id,
         func.count().label("conversations"),
@@ -46,6 +52,8 @@ def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[
 
 def unrouted_inbound(session: Session, limit: int) -> list[Any]:
     """Inbound that reached no conversation, newest first, with the sender."""
+    from relay.store.models import Contact, Message
+
     return list(
         session.execute(
             select(Message, Contact.address)
@@ -59,6 +67,8 @@ def unrouted_inbound(session: Session, limit: int) -> list[Any]:
 
 def late_inbound(session: Session, limit: int) -> list[Any]:
     """Inbound that arrived after its conversation ended, newest first."""
+    from relay.store.models import Contact, Message
+
     return list(
         session.execute(
             select(Message, Contact.address)
@@ -76,6 +86,8 @@ def late_inbound(session: Session, limit: int) -> list[Any]:
 
 def rejected_inbound(session: Session, limit: int) -> Sequence[InboundReject]:
     """Inbound kept aside because its sender is no usable address, newest first."""
+    from relay.store.models import InboundReject
+
     return session.scalars(
         select(InboundReject).order_by(InboundReject.id.desc()).limit(limit)
     ).all()
@@ -91,6 +103,8 @@ def watch_rows(
 ) -> list[Any]:
     """``relay watch``'s conversations: needs-human first, then the most recently
     changed, each with its contact's queue depth (one statement)."""
+    from relay.store.models import Contact, Instance
+
     depth = (
         select(Instance.contact_id, func.count().label("depth"))
         .where(Instance.state == State.QUEUED.value)
@@ -114,6 +128,8 @@ def watch_rows(
 
 def last_messages(session: Session, instance_ids: Sequence[str]) -> dict[str, Message]:
     """Each instance's latest transcript row (one statement)."""
+    from relay.store.models import Message
+
     if not instance_ids:
         return {}
     latest = (
@@ -131,10 +147,14 @@ def import_keys_present(session: Session, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` an earlier import already used."""
     if not keys:
         return set()
-    return set(session.scalars(select(Instance.import_key).where(Instance.import_key.in_(keys))))
+    return set(
+        session.scalars(select(instances.c.import_key).where(instances.c.import_key.in_(keys)))
+    )
 
 
 def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str, Contact]:
+    from relay.store.models import Contact
+
     if not addresses:
         return {}
     return {
@@ -150,10 +170,13 @@ def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Any
         return {}
     rows = session.execute(
         select(
-            Contact.id, Contact.opted_out_at, Contact.undeliverable_at, Contact.undeliverable_reason
+            contacts.c.id,
+            contacts.c.opted_out_at,
+            contacts.c.undeliverable_at,
+            contacts.c.undeliverable_reason,
         )
-        .where(Contact.id.in_(sorted(contact_ids)))
-        .order_by(Contact.id)
+        .where(contacts.c.id.in_(sorted(contact_ids)))
+        .order_by(contacts.c.id)
         .with_for_update()
     )
     return {row.id: row for row in rows}
@@ -164,19 +187,21 @@ def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
     if not contact_ids:
         return set()
     return set(
-        session.scalars(select(Instance.contact_slot).where(Instance.contact_slot.in_(contact_ids)))
-    )
-
-
-def next_outbound(session: Session, instance_id: str) -> Message | None:
-    """The conversation's undelivered outbound (queued or sending) that goes first."""
-    return session.scalar(
-        select(Message)
-        .where(
-            Message.instance_id == instance_id,
-            Message.direction == Direction.OUTBOUND.value,
-            Message.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+        session.scalars(
+            select(instances.c.contact_slot).where(instances.c.contact_slot.in_(contact_ids))
         )
-        .order_by(Message.next_attempt_at, Message.id)
-        .limit(1)
     )
+
+
+def next_outbound(session: Session, instance_id: str) -> Row[Any] | None:
+    """The conversation's undelivered outbound (queued or sending) that goes first."""
+    return session.execute(
+        select(messages)
+        .where(
+            messages.c.instance_id == instance_id,
+            messages.c.direction == Direction.OUTBOUND.value,
+            messages.c.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+        )
+        .order_by(messages.c.next_attempt_at, messages.c.id)
+        .limit(1)
+    ).first()

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import State
 from relay.core.values import Direction
 from relay.store import queries
-from relay.store.models import Instance, Message
+from relay.store.tables import instances, messages
 
 #: The state counted as "all the rest" on SQLite: finished conversations are most
 #: of a store's history, and the one count that would grow with it.
@@ -30,9 +30,9 @@ def instances_by_state(session: Session) -> dict[str, int]:
     total either way, so it groups in one statement.
     """
     if session.get_bind().dialect.name != "sqlite":
-        return queries.count_by(session, Instance.state)
-    counts = queries.count_by(session, Instance.state, Instance.state.in_(_COUNTED))
-    total = int(session.scalar(select(func.count()).select_from(Instance)) or 0)
+        return queries.count_by(session, instances.c.state)
+    counts = queries.count_by(session, instances.c.state, instances.c.state.in_(_COUNTED))
+    total = int(session.scalar(select(func.count()).select_from(instances)) or 0)
     rest = total - sum(counts.values())
     if rest:
         counts[_BY_TOTAL] = rest
@@ -44,9 +44,9 @@ def outbound_by_status(session: Session, statuses: Sequence[str]) -> dict[str, i
     every message ever sent)."""
     return queries.count_by(
         session,
-        Message.status,
-        Message.direction == Direction.OUTBOUND.value,
-        Message.status.in_(statuses),
+        messages.c.status,
+        messages.c.direction == Direction.OUTBOUND.value,
+        messages.c.status.in_(statuses),
     )
 
 
@@ -55,8 +55,10 @@ def unrouted_count(session: Session) -> int:
     return int(
         session.scalar(
             select(func.count())
-            .select_from(Message)
-            .where(Message.instance_id.is_(None), Message.direction == Direction.INBOUND.value)
+            .select_from(messages)
+            .where(
+                messages.c.instance_id.is_(None), messages.c.direction == Direction.INBOUND.value
+            )
         )
         or 0
     )

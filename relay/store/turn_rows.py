@@ -12,27 +12,27 @@ from sqlalchemy.orm import Session
 from relay.core.values import MessageStatus
 from relay.store import prepared
 from relay.store.among import among_param
-from relay.store.models import Contact, Instance, Message, Todo
 from relay.store.prepared import per_dialect
 from relay.store.queries import UNDELIVERABLE
+from relay.store.tables import contacts, instances, messages
 
 if TYPE_CHECKING:
     from relay.store.prepared import AnySelect
 
 #: The instance columns a turn's context is built from.
 _CONTEXT_INSTANCE = (
-    Instance.id,
-    Instance.state,
-    Instance.version,
-    Instance.lease_owner,
-    Instance.contact_id,
-    Instance.objective,
-    Instance.agent,
-    Instance.turn_attempts,
-    Instance.follow_up_count,
-    Instance.max_followups,
-    Instance.result_schema,
-    Instance.campaign,
+    instances.c.id,
+    instances.c.state,
+    instances.c.version,
+    instances.c.lease_owner,
+    instances.c.contact_id,
+    instances.c.objective,
+    instances.c.agent,
+    instances.c.turn_attempts,
+    instances.c.follow_up_count,
+    instances.c.max_followups,
+    instances.c.result_schema,
+    instances.c.campaign,
 )
 
 
@@ -46,21 +46,21 @@ def context_rows(session: Session, instance_ids: Iterable[str]) -> Result[Any]:
 @per_dialect
 def _context_rows(dialect: str) -> AnySelect:
     return (
-        select(*_CONTEXT_INSTANCE, Contact.address, Contact.fields)
-        .join(Contact, Contact.id == Instance.contact_id)
-        .where(among_param(dialect, Instance.id, "ids"))
+        select(*_CONTEXT_INSTANCE, contacts.c.address, contacts.c.fields)
+        .join(contacts, contacts.c.id == instances.c.contact_id)
+        .where(among_param(dialect, instances.c.id, "ids"))
     )
 
 
 #: What a turn's context shows of a message: plain rows, not ORM objects (building and
 #: tracking those cost more than the query for a batch of transcripts).
 CONTEXT_COLUMNS = (
-    Message.id,
-    Message.instance_id,
-    Message.direction,
-    Message.author,
-    Message.body,
-    Message.created_at,
+    messages.c.id,
+    messages.c.instance_id,
+    messages.c.direction,
+    messages.c.author,
+    messages.c.body,
+    messages.c.created_at,
 )
 
 
@@ -81,11 +81,11 @@ def _transcripts(dialect: str, said_only: bool) -> AnySelect:
     query = select(
         *CONTEXT_COLUMNS,
         func.row_number()
-        .over(partition_by=Message.instance_id, order_by=Message.id.desc())
+        .over(partition_by=messages.c.instance_id, order_by=messages.c.id.desc())
         .label("recent"),
-    ).where(among_param(dialect, Message.instance_id, "ids"))
+    ).where(among_param(dialect, messages.c.instance_id, "ids"))
     if said_only:
-        query = query.where(Message.status.not_in(UNDELIVERABLE))
+        query = query.where(messages.c.status.not_in(UNDELIVERABLE))
     ranked = query.subquery()
     columns = [ranked.c[column.key] for column in CONTEXT_COLUMNS]
     return select(*columns).where(ranked.c.recent <= bindparam("limit")).order_by(ranked.c.id)
@@ -104,35 +104,8 @@ def _inbound_rows(dialect: str) -> AnySelect:
     return (
         select(*CONTEXT_COLUMNS)
         .where(
-            among_param(dialect, Message.instance_id, "ids"),
-            Message.status == MessageStatus.RECEIVED.value,
+            among_param(dialect, messages.c.instance_id, "ids"),
+            messages.c.status == MessageStatus.RECEIVED.value,
         )
-        .order_by(Message.id)
-    )
-
-
-def todo_rows_for(session: Session, instance_ids: Sequence[str]) -> dict[str, list[Any]]:
-    """The instances' todos as read-only rows (instance_id, position, text, status, and
-    the answer wanted and recorded)."""
-    found: dict[str, list[Any]] = {i: [] for i in instance_ids}
-    for row in prepared.batch(session, _todo_rows, instance_ids):
-        found[row.instance_id].append(row)
-    return found
-
-
-@per_dialect
-def _todo_rows(dialect: str) -> AnySelect:
-    return (
-        select(
-            Todo.instance_id,
-            Todo.position,
-            Todo.text,
-            Todo.status,
-            Todo.answer_kind,
-            Todo.answer_spec,
-            Todo.required,
-            Todo.answer,
-        )
-        .where(among_param(dialect, Todo.instance_id, "ids"))
-        .order_by(Todo.position)
+        .order_by(messages.c.id)
     )

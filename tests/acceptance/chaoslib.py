@@ -50,6 +50,7 @@ from sqlalchemy.orm import Session
 from relay.core.states import State
 from relay.store import claims
 from relay.store.database import Store, make_engine
+from relay.store.due import count_due
 from relay.store.models import ChannelCursor, Contact, Instance, Message, Transition
 
 ANSWERS = ("Thursday works", "Morning, please", "Yes, that address is right", "Friday after 3")
@@ -534,7 +535,7 @@ class Chaos:
         """What is still due or under way (empty: settled)."""
         now = datetime.now(UTC)
         with self.store.read_transaction() as session:
-            due = claims.count_due(session, now)
+            due = count_due(session, now)
             position = session.scalar(
                 select(ChannelCursor.position).where(ChannelCursor.channel == "console")
             )

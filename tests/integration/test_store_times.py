@@ -44,8 +44,21 @@ def test_sqlite_keeps_sqlalchemys_text(tmp_path: Path) -> None:
         # Text SQLite wrote itself (CURRENT_TIMESTAMP has no fraction) reads back too.
         conn.execute(text("UPDATE events SET created_at = '2026-01-02 03:04:05' WHERE id = 1"))
         first = conn.execute(select(events.c.created_at).where(events.c.id == 1)).scalar()
+        # So does text another program wrote: ISO's "T", a date alone.
+        odd = {2: "2026-01-02T03:04:05.5", 3: "2026-01-02"}
+        for row_id, written in odd.items():
+            conn.execute(text("UPDATE events SET created_at = :at WHERE id = :id"),
+                         {"at": written, "id": row_id})  # fmt: skip
+        others = conn.execute(
+            select(events.c.created_at).where(events.c.id.in_(odd)).order_by(events.c.id)
+        ).scalars().all()
     assert stored == [reference(at.astimezone(UTC).replace(tzinfo=None)) for at in TIMES]
     assert first == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert others == [
+        datetime(2026, 1, 2, 3, 4, 5, 500000, tzinfo=UTC),
+        datetime(2026, 1, 2, tzinfo=UTC),
+    ]
+    assert all(at.tzinfo is UTC for at in [first, *others])
 
 
 def test_a_naive_time_is_refused(db_url: str) -> None:
