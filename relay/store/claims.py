@@ -10,6 +10,7 @@ serialises claimers on the file lock.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Select, bindparam, exists, func, or_, select, update
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session, aliased
 from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.store import locked_rows, prepared
-from relay.store.among import among, among_param, values_param
+from relay.store.among import among, among_param
 from relay.store.database import affected
 from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due, undelivered
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
@@ -79,9 +80,9 @@ def lock_instance(session: Session, instance_id: str) -> Instance | None:
 def lock_instances(session: Session, instance_ids: list[str]) -> dict[str, InstanceRow]:
     """Lock several instances, in id order (two lockers never wait on each other in
     a circle), as plain rows: the caller writes them (:func:`locked_rows.write`)."""
-    dialect = dialect_of(session)
-    ids = {"ids": values_param(dialect, instance_ids)}
-    locked = locked_rows.rows(session, InstanceRow, _lock_instances(dialect, True), ids)
+    query = _lock_instances(dialect_of(session), True)
+    ids = prepared.batch_params(session, instance_ids)
+    locked = locked_rows.rows(session, InstanceRow, query, ids)
     return {instance.id: instance for instance in locked}
 
 
@@ -89,9 +90,7 @@ def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
     """Lock several instances, in id order, reading nothing from them (a delivery
     takes its conversation's lock so a pause or cancel waits for it, or it for them)."""
     if instance_ids:
-        dialect = dialect_of(session)
-        ids = {"ids": values_param(dialect, instance_ids)}
-        prepared.run(session, _lock_instances(dialect, False), ids).all()
+        prepared.batch(session, partial(_lock_instances, read=False), instance_ids).all()
 
 
 @per_dialect
