@@ -231,6 +231,9 @@ def stop(process: Any, timeout: float = 60) -> int:
     machine CPU per unit of work is steadier than wall-clock rates."""
     import signal
 
+    if process.returncode is not None:  # already reaped (by poll()): its rusage is gone
+        process.cpu_seconds = getattr(process, "cpu_seconds", 0.0)
+        return int(process.returncode)
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + timeout
@@ -275,6 +278,27 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU the (running) process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu() -> dict[str, float]:
+    """CPU seconds used so far by the whole machine (every core, from /proc/stat)
+    and by the PostgreSQL server's processes: taken before and after a run, they
+    say whether the cores were the limit and what the server spent per unit of
+    work (a daemon's own rusage leaves the server out)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    server = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
+                server += cpu_seconds(int(entry.name))
+        except OSError:  # gone meanwhile
+            continue
+    return {"machine": busy / tick, "server": server}
 
 
 def emit(figures: dict[str, Any], as_json: bool, table: list[tuple[str, str]]) -> None:

@@ -39,6 +39,7 @@ from benchlib import (
     cpu_seconds,
     emit,
     machine,
+    machine_cpu,
     peak_rss_mb,
     percentile,
     start_daemon,
@@ -63,6 +64,9 @@ def main() -> int:
                         help="then measure the daemons' CPU for this many seconds with nothing due")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.daemons > 1 and not args.database:
+        parser.error("several daemons need a PostgreSQL --database: relay refuses a "
+                     "second daemon on one SQLite file")
     with throwaway_store(args.database) as bench:
         figures = run(bench, args)
     figures["machine"] = machine()
@@ -75,6 +79,12 @@ def main() -> int:
         ("daemon peak RSS (MB)", f"{figures['peak_rss_mb']:.0f}"),
         ("daemon CPU ms per follow-up", f"{figures['cpu_ms_per_followup']:.3f}"),
     ]
+    if "server_cpu_ms_per_followup" in figures:
+        table.append(("server CPU ms per follow-up",
+                      f"{figures['server_cpu_ms_per_followup']:.3f}"))
+    if "machine_busy_cores" in figures:
+        table.append((f"machine cores busy (of {os.cpu_count()})",
+                      f"{figures['machine_busy_cores']:.2f}"))
     if "idle_cpu_percent" in figures:
         table.append(("idle daemon CPU (% of a core)", f"{figures['idle_cpu_percent']:.1f}"))
     if "reference_sqlite_per_s" in figures:
@@ -112,6 +122,8 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = {}
     if args.batch:
         settings["daemon.batch"] = args.batch
+    cpu_before = machine_cpu()
+    started = time.monotonic()
     daemons = [start_daemon(bench, f"d{i}", **settings) for i in range(args.daemons)]
     peaks = [0.0] * len(daemons)
 
@@ -122,34 +134,66 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
             "SELECT count(*) FROM messages WHERE id > ? AND status = 'sent'", first_id)
         return sent >= args.due
 
-    idle = busy = None
+    measured, codes = _work(daemons, done, args, cpu_before, started,
+                            relay.store.dialect == "postgresql")
+    figures = _figures(reader, first_id, info["due_at"], args)
+    reader.close()
+    figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
+                   exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
+    figures.update(measured)
+    if relay.store.dialect == "sqlite" and not args.no_reference:
+        figures.update(_references(bench.url, args.due))
+    return figures
+
+
+def _work(daemons: list[Any], done: Any, args: argparse.Namespace, cpu_before: dict[str, float],
+          started: float, postgres: bool) -> tuple[dict[str, Any], list[int]]:
+    """Wait for the daemons to send everything, measure, stop them: (figures, exit codes).
+
+    The daemons' CPU until the work was done, start-up included (about 0.3 s
+    each), over the work done; then the machine's and the server's."""
+    measured: dict[str, Any] = {}
     try:
         wait_for(done, timeout=args.max_seconds or 600, every=0.25,
                  alive=lambda: all(d.poll() is None for d in daemons))
         busy = sum(cpu_seconds(d.pid) for d in daemons)
-        idle = measure_idle(daemons, args.idle) if args.idle else None
+        measured["cpu_ms_per_followup"] = round(busy / args.due * 1000, 3)
+        measured.update(_machine_figures(cpu_before, machine_cpu(), time.monotonic() - started,
+                                         args.due, postgres))
+        if args.idle:
+            measured["idle_cpu_percent"] = measure_idle(daemons, args.idle)
     except SystemExit:
         if not args.max_seconds:
             raise
     finally:
         codes = [stop(d) for d in daemons]
-    figures = _figures(reader, first_id, info["due_at"], args)
-    reader.close()
-    figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
-                   exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
-    # All the daemons' CPU until the work was done, start-up included (about 0.3 s
-    # each), over the work done.
-    cpu = busy if busy is not None else sum(getattr(d, "cpu_seconds", 0.0) for d in daemons)
-    figures["cpu_ms_per_followup"] = round(cpu / args.due * 1000, 3)
-    if idle is not None:
-        figures["idle_cpu_percent"] = idle
-    if relay.store.dialect == "sqlite" and not args.no_reference:
-        rate, cpu_ms = reference_sqlite(bench.url, args.due)
-        figures["reference_sqlite_per_s"] = rate
-        figures["reference_cpu_ms_per_followup"] = cpu_ms
-        rate, cpu_ms = reference_sqlite_full(bench.url, args.due)
-        figures["reference_full_sqlite_per_s"] = rate
-        figures["reference_full_cpu_ms_per_followup"] = cpu_ms
+    if "cpu_ms_per_followup" not in measured:  # stopped at --max-seconds: their rusage
+        cpu = sum(getattr(d, "cpu_seconds", 0.0) for d in daemons)
+        measured["cpu_ms_per_followup"] = round(cpu / args.due * 1000, 3)
+    return measured, codes
+
+
+def _references(url: str, due: int) -> dict[str, float]:
+    """The two raw-sqlite3 references, on the same file after the daemon's run."""
+    rate, cpu_ms = reference_sqlite(url, due)
+    full_rate, full_cpu_ms = reference_sqlite_full(url, due)
+    return {
+        "reference_sqlite_per_s": rate,
+        "reference_cpu_ms_per_followup": cpu_ms,
+        "reference_full_sqlite_per_s": full_rate,
+        "reference_full_cpu_ms_per_followup": full_cpu_ms,
+    }
+
+
+def _machine_figures(before: dict[str, float], after: dict[str, float], wall: float,
+                     due: int, server: bool) -> dict[str, float]:
+    """Cores busy on average from the daemons' start to the last send (every process
+    on the machine: the daemons, the server, this poller, anyone else's), and the
+    PostgreSQL server's CPU per follow-up."""
+    figures = {"machine_busy_cores": round((after["machine"] - before["machine"]) / wall, 2)}
+    if server:
+        spent = after["server"] - before["server"]
+        figures["server_cpu_ms_per_followup"] = round(spent / due * 1000, 3)
     return figures
 
 
@@ -172,8 +216,11 @@ def _figures(reader: ReadOnly, first_id: int, due_at: datetime,
              args: argparse.Namespace) -> dict[str, Any]:
     sent = [_parse(v) for (v,) in reader.rows(
         "SELECT sent_at FROM messages WHERE id > ? AND status = 'sent'", first_id)]
-    fired = _parse(reader.scalar(
-        "SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires'"))
+    first_firing = reader.scalar(
+        "SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires'")
+    if not sent or first_firing is None:
+        raise SystemExit("nothing was sent before the daemons stopped (--max-seconds?)")
+    fired = _parse(first_firing)
     span = (max(sent) - fired).total_seconds()
     # All were due before the daemons started: count from the first firing.
     late = [(s - fired).total_seconds() for s in sent]

@@ -17,8 +17,8 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import sys
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -136,7 +136,7 @@ class ConsoleChannel:
                 key = message.idempotency_key
                 known = self._index.get(key) or written.get(key)
                 if known is None:
-                    known = written[key] = f"console-{uuid.uuid4().hex[:12]}"
+                    known = written[key] = f"console-{secrets.token_hex(6)}"
                     lines.append(json.dumps(self._record(message, known), ensure_ascii=False))
                 ids.append(known)
             if lines:

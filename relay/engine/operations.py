@@ -88,9 +88,7 @@ def retry(session: Session, message_id: int, now: datetime) -> MessageView:
             f"message {message_id} is {message.status}; only a failed delivery can be retried"
         )
     instance = (
-        instance_rows.instance_by_id(session, message.instance_id)
-        if message.instance_id
-        else None
+        instance_rows.instance_by_id(session, message.instance_id) if message.instance_id else None
     )
     if instance is None or State(instance.state).terminal:
         state = instance.state if instance else "gone"

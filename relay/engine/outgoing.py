@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from datetime import datetime
 from typing import Any
 
@@ -49,7 +49,9 @@ def outbound_row(
         "body": body,
         "status": MessageStatus.QUEUED.value,
         "channel": instance.channel,
-        "idempotency_key": uuid.uuid4().hex,
+        # 128 random bits as hex: what uuid4().hex gave, without building a UUID
+        # (a few microseconds a message on the daemon's hot path).
+        "idempotency_key": secrets.token_hex(16),
         "attempts": 0,
         "next_attempt_at": now,
         "proactive": int(proactive),

@@ -300,7 +300,9 @@ class Relay(Starting, ContactVerbs, Lookups):
             )
 
     def channel_position(self, channel: str) -> str | None:
-        with self.store.transaction() as session:
+        # A read: on SQLite it must not take the write lock (a daemon's poll
+        # would queue behind its own pulse's writes for a value they never change).
+        with self.store.read_transaction() as session:
             return arrivals.channel_cursor(session, channel)
 
     def keywords(self) -> inbound.Keywords:

@@ -92,10 +92,6 @@ def resolve(relay: Runtime, token: str) -> tuple[str, str]:
         person = session.get(Contact, contact_id)
         if person is None:
             raise InvalidInput("unknown or invalid unsubscribe token")
-        instance = (
-            instance_rows.instance_by_id(session, instance_id)
-            if instance_id
-            else None
-        )
+        instance = instance_rows.instance_by_id(session, instance_id) if instance_id else None
         channel = instance.channel if instance is not None else "email"
         return person.address, channel

@@ -90,7 +90,7 @@ def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
     """Lock several instances, in id order, reading nothing from them (a delivery
     takes its conversation's lock so a pause or cancel waits for it, or it for them)."""
     if instance_ids:
-        prepared.batch(session, partial(_lock_instances, read=False), instance_ids).all()
+        prepared.batch(session, partial(_lock_instances, read=False), instance_ids)
 
 
 @per_dialect

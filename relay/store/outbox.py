@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Result, ScalarResult, select
+from sqlalchemy import ScalarResult, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
@@ -17,7 +17,7 @@ from relay.store.models import Message, table_of
 from relay.store.prepared import per_dialect
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect
+    from relay.store.prepared import AnySelect, Rows
 
 #: What recording a delivery writes on its outbox row.
 SENT_COLUMNS = (
@@ -31,7 +31,7 @@ def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     fast_writes.insert_rows(session, table_of(Message), rows)
 
 
-def ids_by_key(session: Session, keys: Iterable[str]) -> Result[int, str | None]:
+def ids_by_key(session: Session, keys: Iterable[str]) -> Rows:
     """(id, idempotency key) of the messages with these keys (one indexed query)."""
     return prepared.batch(session, _ids_by_key, keys)
 

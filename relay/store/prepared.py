@@ -19,19 +19,19 @@ pending ORM changes are seen as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
-from sqlalchemy import CursorResult, Executable, Select
+from sqlalchemy import Executable, Row, Select
 from sqlalchemy.orm import Session
 
 from relay.store.among import values_param
 
 if TYPE_CHECKING:
-    #: Rows of any columns (SQLAlchemy 2.1 types a result by its columns' types;
+    #: Rows of any columns (SQLAlchemy 2.1 types a row by its columns' types;
     #: for type checkers only, as 2.0's classes take one type parameter).
-    Rows: TypeAlias = CursorResult[*tuple[Any, ...]]
+    Rows: TypeAlias = Sequence[Row[*tuple[Any, ...]]]
     #: A built SELECT of any columns.
     AnySelect: TypeAlias = Select[*tuple[Any, ...]]
 
@@ -50,10 +50,11 @@ def dialect_of(session: Session) -> str:
 
 
 def run(session: Session, statement: Executable, params: Mapping[str, Any]) -> Rows:
-    """Execute a built statement in the session's transaction."""
+    """Execute a built statement in the session's transaction; its rows fetched at
+    once (one driver call, not one per row as iterating the result does)."""
     if session.autoflush:
         session.flush()
-    return session.connection().execute(statement, params)
+    return session.connection().execute(statement, params).all()
 
 
 def batch(

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Result, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
@@ -17,7 +17,7 @@ from relay.store.queries import UNDELIVERABLE
 from relay.store.tables import contacts, instances, messages
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect
+    from relay.store.prepared import AnySelect, Rows
 
 #: The instance columns a turn's context is built from.
 _CONTEXT_INSTANCE = (
@@ -36,7 +36,7 @@ _CONTEXT_INSTANCE = (
 )
 
 
-def context_rows(session: Session, instance_ids: Iterable[str]) -> Result[Any]:
+def context_rows(session: Session, instance_ids: Iterable[str]) -> Rows:
     """The instances' context columns with their contact's address and fields: plain
     rows, since nothing read for a turn's context is changed (ORM objects for a
     batch cost more than the SQL)."""
