@@ -135,9 +135,12 @@ class Relay(Starting, ContactVerbs, Lookups):
         # command is listed first.
         return sorted(rows, key=lambda r: (r.at, r.kind != "command"))
 
-    def _view(self, session: Session, instance: Instance | Row[Any]) -> InstanceView:
+    def _view(
+        self, session: Session, instance: Instance | Row[Any], since: datetime | None = None
+    ) -> InstanceView:
         """The instance's view: a Core row read by ``show``, or the mapped object a
-        command changed (its changes flushed before these reads)."""
+        command changed (its changes flushed before these reads); ``since``: the
+        command's time, for what it reports in flight (:func:`queries.in_flight`)."""
         address = contact_rows.address_of(session, instance.contact_id)
         todos = queries.todo_rows_for(session, [instance.id], whole=True)[instance.id]
         upcoming = forecast.next_message(session, instance, self.config, self.now())
@@ -148,7 +151,7 @@ class Relay(Starting, ContactVerbs, Lookups):
             todos,
             forecast=upcoming,
             late_replies=late,
-            in_flight=queries.in_flight(session, instance.id),
+            in_flight=queries.in_flight(session, instance.id, since),
             reason=why(instance, queries.latest_reasons(session, [instance.id]).get(instance.id)),
         )
 
@@ -180,7 +183,7 @@ class Relay(Starting, ContactVerbs, Lookups):
                 instance.paused_until = paused_until
             if event is Event.CANCEL:
                 cancel_outbox(session, instance.id)
-            return self._view(session, instance)
+            return self._view(session, instance, since=now)
 
     def pause(
         self, instance_id: str, *, reason: str | None = None, until: datetime | None = None

@@ -32,10 +32,17 @@ being ignored or filled with NULL. A column left out gets its scalar
 ``default=``; a column whose default is a Python function is refused (no
 caller relies on one).
 
-PostgreSQL (psycopg 3): SQLAlchemy's path for these statements is also the
-driver's ``executemany`` (psycopg's dialect uses "insertmanyvalues" only for
-INSERT ... RETURNING), so both dialects take this path; measured in
-``docs/performance.md``.
+PostgreSQL (psycopg 3) takes a batch as one statement with one array
+parameter per column, in binary, unnested by the server (``INSERT ... SELECT
+FROM unnest(...) WITH ORDINALITY ORDER BY``, ``UPDATE ... FROM unnest(...)``):
+the statement text is fixed per shape, so psycopg prepares it once, and the
+server runs one statement per batch instead of one per row. Against psycopg's
+pipelined ``executemany`` of the same rows (what SQLAlchemy itself does, as its
+"insertmanyvalues" serves only ``INSERT ... RETURNING``) that is about a third
+of the client's CPU and half the server's per row (``docs/performance.md``).
+Rows go in array order, so ids follow the rows as with ``executemany``; an
+UPDATE whose batch names an id twice (applied in turn by ``executemany``, but
+once, arbitrarily, by a join) takes the ``executemany`` way.
 """
 
 from __future__ import annotations
@@ -60,10 +67,15 @@ MAX_SHAPES = 500
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """One compiled statement and how a row becomes its parameters."""
+    """One compiled statement and how a row becomes its parameters.
+
+    ``arrays``: the statement takes one array per column (PostgreSQL), executed
+    once; ``rowwise`` is then the per-row statement for a batch it cannot take."""
 
     sql: str
     convert: _Converter
+    arrays: bool = False
+    rowwise: Shape | None = None
 
 
 _SHAPES: WeakKeyDictionary[Dialect, dict[tuple[str, Table, tuple[str, ...]], Shape]] = (
@@ -100,7 +112,13 @@ def _run(
         session.flush()
     connection = session.connection()
     shape = shape_of(connection.dialect, kind, table, keys)
-    params = shape.convert(rows)
+    if shape.rowwise is not None and len({row.get(ID_KEY) for row in rows}) < len(rows):
+        shape = shape.rowwise
+    params: Any = (
+        dict(zip(shape.convert.names, shape.convert.columns(rows), strict=True))
+        if shape.arrays
+        else shape.convert(rows)
+    )
     result = connection.exec_driver_sql(shape.sql, params)
     return int(result.rowcount)
 
@@ -146,8 +164,47 @@ def _compile(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -
             f"{kind} on {table.name}: parameters {sorted(names)} do not match keys {sorted(keys)}"
         )
     processors: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
+    if dialect.name == "postgresql":
+        # Each row a tuple in ``names`` order, turned into columns by _run.
+        convert = _Converter(names, keys, defaults, processors, positional=True)
+        rowwise = _rowwise(dialect, compiled, names, keys, defaults, processors)
+        return Shape(_unnest(dialect, kind, table, names), convert, True, rowwise)
     convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
     return Shape(compiled.string, convert)
+
+
+def _rowwise(
+    dialect: Dialect,
+    compiled: SQLCompiler,
+    names: tuple[str, ...],
+    keys: tuple[str, ...],
+    defaults: Mapping[str, Any],
+    processors: Mapping[str, Callable[[Any], Any]],
+) -> Shape | None:
+    """The ``executemany`` shape an UPDATE falls back to (an id named twice)."""
+    if ID_KEY not in names:
+        return None
+    convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
+    return Shape(compiled.string, convert)
+
+
+def _unnest(dialect: Dialect, kind: str, table: Table, names: tuple[str, ...]) -> str:
+    """The one-statement form of a batch on PostgreSQL: a binary array per column
+    (``%(name)b``), typed as the column is, unnested in order."""
+    column = {name: table.c.id if name == ID_KEY else table.c[name] for name in names}
+    arrays = ", ".join(
+        f"%({name})b::{column[name].type.compile(dialect=dialect)}[]" for name in names
+    )
+    aliases = ", ".join(f"v{index}" for index in range(len(names)))
+    rows = f"unnest({arrays}) WITH ORDINALITY AS v({aliases}, n)"
+    targets = {name: f"v{index}" for index, name in enumerate(names)}
+    if kind == "insert":
+        into = ", ".join(f'"{column[name].name}"' for name in names)
+        picked = ", ".join(targets[name] for name in names)
+        return f'INSERT INTO "{table.name}" ({into}) SELECT {picked} FROM {rows} ORDER BY n'
+    sets = ", ".join(f'"{column[name].name}" = {targets[name]}' for name in names if name != ID_KEY)
+    matched = f'"{table.name}".id = {targets[ID_KEY]}'
+    return f'UPDATE "{table.name}" SET {sets} FROM {rows} WHERE {matched}'
 
 
 def _defaults(compiled: SQLCompiler, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -206,18 +263,26 @@ class _Converter:
     def __call__(self, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
         values = self._values(rows)
         if self.steps:
-            # Column by column: the processors run through map(), with no Python
-            # code per row around them.
-            columns: list[Iterable[Any]] = list(zip(*values, strict=True))
-            for index, processor, constant in self.steps:
-                if processor is None:
-                    columns.insert(index, repeat(constant, len(rows)))
-                else:
-                    columns[index] = map(processor, columns[index])
-            values = list(zip(*columns, strict=True))
+            values = list(zip(*self._processed(values, len(rows)), strict=True))
         if self.positional:
             return values
         return list(map(dict, map(zip, repeat(self.names), values)))
+
+    def columns(self, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+        """The parameters column by column, in ``names`` order (PostgreSQL's arrays)."""
+        values = self._values(rows)
+        return list(map(list, self._processed(values, len(rows))))
+
+    def _processed(self, values: list[tuple[Any, ...]], count: int) -> list[Iterable[Any]]:
+        """Column by column, the processors applied and the defaults added: the
+        processors run through map(), with no Python code per row around them."""
+        columns: list[Iterable[Any]] = list(zip(*values, strict=True))
+        for index, processor, constant in self.steps:
+            if processor is None:
+                columns.insert(index, repeat(constant, count))
+            else:
+                columns[index] = map(processor, columns[index])
+        return columns
 
     def _values(self, rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
         """Each row's values in parameter order, every row checked for its keys."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, Select, exists, func, select
+from sqlalchemy import Row, Select, and_, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -32,6 +32,8 @@ from relay.store.tables import (
 )
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from relay.store.models import Contact, Instance, Message, Todo
     from relay.store.prepared import AnySelect
 
@@ -288,9 +290,17 @@ def count_messages(session: Session, instance_id: str, *where: Any) -> int:
     return int(session.scalar(query.where(messages.c.instance_id == instance_id, *where)) or 0)
 
 
-def in_flight(session: Session, instance_id: str) -> int:
-    """Messages claimed and being handed to a channel (they may still arrive)."""
-    return count_messages(session, instance_id, messages.c.status == MessageStatus.SENDING.value)
+def in_flight(session: Session, instance_id: str, since: datetime | None = None) -> int:
+    """Messages claimed and being handed to a channel (they may still arrive); with
+    ``since`` (a pause's or cancel's time), also those whose hand-over finished at
+    or after it: a send past the gate before the command took the conversation's
+    lock may be recorded while the command runs, so it is neither ``sending`` when
+    counted nor delivered before the command."""
+    sending = messages.c.status == MessageStatus.SENDING.value
+    if since is None:
+        return count_messages(session, instance_id, sending)
+    since_then = and_(messages.c.status == MessageStatus.SENT.value, messages.c.sent_at >= since)
+    return count_messages(session, instance_id, or_(sending, since_then))
 
 
 def stranded_queues(session: Session) -> list[int]:

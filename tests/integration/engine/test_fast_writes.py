@@ -5,6 +5,8 @@ first as it did, and refuse rows whose keys differ instead of guessing."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -18,6 +20,7 @@ from sqlalchemy import (
     Text,
     bindparam,
     cast,
+    event,
     insert,
     select,
     update,
@@ -230,3 +233,48 @@ def test_a_default_computed_per_row_is_refused() -> None:
         fast_writes.shape_of(sqlite.dialect(), "insert", table, ("a",))
     shape = fast_writes.shape_of(sqlite.dialect(), "insert", table, ("a", "b"))
     assert shape.convert([{"a": "x", "b": None}]) == [("x", None)]
+
+
+@contextmanager
+def _statements(engine: Harness) -> Iterator[list[tuple[str, bool]]]:
+    """The statements sent to the database meanwhile, each with whether it was an
+    ``executemany``."""
+    calls: list[tuple[str, bool]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        calls.append((statement, many))
+
+    event.listen(engine.relay.store.engine, "before_cursor_execute", seen)
+    try:
+        yield calls
+    finally:
+        event.remove(engine.relay.store.engine, "before_cursor_execute", seen)
+
+
+def test_an_id_named_twice_is_updated_in_turn(engine: Harness) -> None:
+    """As ``executemany`` applies the rows one after another, the last row for an id
+    wins; PostgreSQL's one statement over arrays would pick one row arbitrarily,
+    so such a batch is sent row by row there."""
+    iid = engine.start(PHONE)
+    rows = [{"_id": iid, "lease_owner": owner} for owner in ("first", "second", "last")]
+    with _statements(engine) as calls, engine.relay.store.transaction() as session:
+        fast_writes.update_by_id(session, table_of(Instance), ["lease_owner"], rows)
+    with engine.relay.store.transaction() as session:
+        owner = session.scalar(select(Instance.lease_owner).where(Instance.id == iid))
+    assert owner == "last"
+    assert [many for sql, many in calls if sql.startswith("UPDATE")] == [True]
+
+
+def test_a_batch_is_one_statement(engine: Harness) -> None:
+    """One database call per batch: ``executemany`` on SQLite, one statement over
+    arrays on PostgreSQL (the server runs it once, not once per row)."""
+    iid, contact = _contact(engine)
+    with _statements(engine) as calls, engine.relay.store.transaction() as session:
+        fast_writes.insert_rows(session, table_of(Message), _outbox_rows(iid, contact, 5))
+    inserts = [(sql, many) for sql, many in calls if sql.startswith("INSERT")]
+    assert len(inserts) == 1
+    sql, many = inserts[0]
+    if engine.relay.store.dialect == "postgresql":
+        assert "unnest(" in sql and not many
+    else:
+        assert many

@@ -222,6 +222,24 @@ def test_a_message_stuck_sending_when_its_daemon_died_is_not_sent_after_a_cancel
     assert [m.status for m in engine.outbound(iid)] == ["cancelled"]
 
 
+def test_a_pause_reports_in_flight_what_was_handed_over_from_its_time_on(
+    make_engine: Any, test_channel: RecordingChannel
+) -> None:
+    """A send confirmed before a pause took the conversation's lock can finish, and be
+    recorded, while the pause runs: by the time the pause counts ``sending`` rows it
+    is ``sent``, stamped after the pause's time. The acknowledgement counts it (the
+    chaos test caught one on PostgreSQL); one sent before that time is not."""
+    engine = _test_channel_engine(make_engine)
+    iid = engine.start()
+    engine.tick()  # delivered now: sent_at is the pause's time below (the clock stands)
+    assert [m.status for m in engine.outbound(iid)] == ["sent"]
+    assert engine.relay.pause(iid).in_flight == 1
+    engine.relay.resume(iid)
+
+    engine.clock.advance(timedelta(seconds=1))
+    assert engine.relay.pause(iid).in_flight == 0  # delivered before this pause
+
+
 def test_a_follow_up_held_by_a_rate_limit_is_not_abandoned_for_that_silence(
     make_engine: Any, test_channel: RecordingChannel
 ) -> None:
