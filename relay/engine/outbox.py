@@ -244,6 +244,7 @@ class Dispatcher:
                     continue
                 message.next_attempt_at = renewed
                 confirmed.append((outbound, channel_name))
+            locked_rows.write(session, locked.values())
         return confirmed
 
     def _screen(

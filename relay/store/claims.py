@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, aliased
 from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.store import locked_rows, prepared
-from relay.store.among import among, among_param
+from relay.store.among import among_param
 from relay.store.database import affected
 from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due, undelivered
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
@@ -107,15 +107,22 @@ def lock_message(session: Session, message_id: int) -> Message | None:
     return session.scalar(select(Message).where(Message.id == message_id).with_for_update())
 
 
-def lock_messages(session: Session, message_ids: list[int]) -> dict[int, Message]:
-    """Lock several outbox rows, in id order."""
-    query = (
-        select(Message)
-        .where(among(session, Message.id, message_ids))
+def lock_messages(session: Session, message_ids: list[int]) -> dict[int, MessageRow]:
+    """Lock several outbox rows, in id order, as plain rows: the caller writes them
+    (:func:`locked_rows.write`)."""
+    query = _lock_messages(dialect_of(session))
+    ids = prepared.batch_params(session, message_ids)
+    return {message.id: message for message in locked_rows.rows(session, MessageRow, query, ids)}
+
+
+@per_dialect
+def _lock_messages(dialect: str) -> Select[Any]:
+    return (
+        locked_rows.selecting(MessageRow)
+        .where(among_param(dialect, Message.id, "ids"))
         .order_by(Message.id)
         .with_for_update()
     )
-    return {message.id: message for message in session.scalars(query)}
 
 
 def due_heartbeats(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
