@@ -38,8 +38,9 @@ FROM unnest(...) WITH ORDINALITY ORDER BY``, ``UPDATE ... FROM unnest(...)``):
 the statement text is fixed per shape, so psycopg prepares it once, and the
 server runs one statement per batch instead of one per row. Against psycopg's
 pipelined ``executemany`` of the same rows (what SQLAlchemy itself does, as its
-"insertmanyvalues" serves only ``INSERT ... RETURNING``) that is about a third
-of the client's CPU and half the server's per row (``docs/performance.md``).
+"insertmanyvalues" serves only ``INSERT ... RETURNING``) that is a fifth to a
+third of the client's CPU per row and two fifths of the server's
+(``bench/pg_batch_writes.py``, ``docs/performance.md``).
 Rows go in array order, so ids follow the rows as with ``executemany``; an
 UPDATE whose batch names an id twice (applied in turn by ``executemany``, but
 once, arbitrarily, by a join) takes the ``executemany`` way.
