@@ -193,7 +193,7 @@ def _work(daemons: list[Any], done: Any, args: argparse.Namespace, cpu_before: d
     finally:
         codes = [stop(d) for d in daemons]
     if "cpu_ms_per_followup" not in measured:  # stopped at --max-seconds: their rusage
-        cpu = sum(getattr(d, "cpu_seconds", 0.0) for d in daemons)
+        cpu = sum(getattr(d, "cpu_seconds", 0.0) for d in daemons) - cpu_before["daemons"]
         measured["cpu_ms_per_followup"] = round(cpu / args.due * 1000, 3)
     return measured, codes
 
@@ -212,9 +212,9 @@ def _references(url: str, due: int) -> dict[str, float]:
 
 def _machine_figures(before: dict[str, float], after: dict[str, float], wall: float,
                      due: int, server: bool) -> dict[str, float]:
-    """Cores busy on average from the daemons' start to the last send (every process
-    on the machine: the daemons, the server, this poller, anyone else's), and the
-    PostgreSQL server's CPU per follow-up."""
+    """Cores busy on average from the release of the work to the last send (every
+    process on the machine: the daemons, the server, this poller, anyone else's),
+    and the PostgreSQL server's CPU per follow-up."""
     figures = {"machine_busy_cores": round((after["machine"] - before["machine"]) / wall, 2)}
     if server:
         spent = after["server"] - before["server"]

@@ -191,9 +191,13 @@ class Relay(service.Relay):
 
     def deliver(self, message_id: int) -> MessageView:
         """Try to deliver one queued message now; it stays queued if it cannot go."""
-        from relay.engine.outbox import deliver_one
+        from relay.engine import operations
+        from relay.engine.backends import Channels
+        from relay.engine.outbox import Dispatcher
 
-        return deliver_one(self, message_id)
+        Dispatcher(self, Channels(self)).deliver_due(1, message_id=message_id)
+        with self.store.transaction() as session:
+            return operations.message_view(session, message_id)
 
     def check(self) -> list[Finding]:
         """Broken invariants and backends that cannot work (``relay doctor``)."""

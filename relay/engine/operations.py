@@ -109,3 +109,13 @@ def retry(session: Session, message_id: int, now: datetime) -> MessageView:
     message.lease_owner = None
     session.flush()
     return MessageView.build(message, person.address)
+
+
+def message_view(session: Session, message_id: int) -> MessageView:
+    """One message as the operator sees it (what ``relay send`` answers)."""
+    message = session.get(Message, message_id)
+    if message is None:
+        raise NotFound(f"no message {message_id}")
+    person = session.get(Contact, message.contact_id)
+    assert person is not None
+    return MessageView.build(message, person.address)

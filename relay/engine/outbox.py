@@ -30,11 +30,9 @@ from relay.engine import delivery_outcomes, events, gate, unsubscribe
 from relay.engine.backends import Channels
 from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
 from relay.engine.rates import RateLimits
-from relay.engine.views import MessageView
 from relay.store import claims, funnel, locked_rows, queries
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import MessageFields, MessageRow
-from relay.store.models import Contact, Message
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -52,11 +50,13 @@ DELIVERY_BATCH = 100
 #: the channel counts, not the confirming and recording transactions (slow on a
 #: busy machine, and cheaper per message the bigger the group).
 BATCH_SECONDS = 0.25
-#: For this long after a claim on SQLite, its first group is sent without a
-#: confirming transaction: the claim has just screened (opt-out, pause, windows,
-#: rates) and leased those rows holding the database's write lock, so confirming
-#: again would ask the same questions of the same rows. Later groups, sent after
-#: earlier sends took their time, are confirmed (see ``deliver_due``).
+#: For this long after a claim, its first group is sent without a confirming
+#: transaction where the claim held off every pause and cancel of those
+#: conversations while it screened them (opt-out, pause, windows, rates): on
+#: SQLite its write lock did, on PostgreSQL the conversations' row locks it took
+#: before screening (those it could take at once). A pause after the claim finds
+#: the rows ``sending``, reported in flight. Later groups, sent after earlier
+#: sends took their time, and messages whose conversation was busy, are confirmed.
 FRESH = timedelta(seconds=1)
 
 
@@ -108,29 +108,36 @@ class Dispatcher:
                 instance_id=instance_id,
                 owner=self.owner,
             )
+            held = self._hold_conversations(session, batch)  # before the screen reads
             ready = self._screen(session, batch, now, report)
             locked_rows.write(session, batch)  # what the screen held or ruled out
             claimed = {m.id: m.attempts for m in batch}
         # Sent in small groups: confirmed together just before their sends and
         # recorded together just after. The groups grow while the channel is fast
-        # and drop back to one message when it is slow. On SQLite the first group
-        # goes out on its fresh claim (see FRESH); on PostgreSQL the claim does not
-        # lock the conversations, so a pause committed meanwhile must be seen.
-        fresh_until = self.relay.now() + FRESH if self.relay.store.writers_serialised else None
+        # and drop back to one message when it is slow. The first group's messages
+        # whose conversations the claim held go out on it (see FRESH).
+        fresh = {o.message_id for o, _ in ready if held is None or o.instance_id in held}
+        fresh_until = self.relay.now() + FRESH
         position = 0
         while position < len(ready):
             group = ready[position : position + self.group_size]
             position += len(group)
             self._channel_seconds = 0.0
-            fresh = (
-                position == len(group)
-                and fresh_until is not None
-                and self.relay.now() < fresh_until
-            )
-            self._send_group(group, claimed, report, confirmed=fresh)
+            first = position == len(group) and self.relay.now() < fresh_until
+            self._send_group(group, claimed, report, confirmed=fresh if first else set())
             quick = self._channel_seconds < BATCH_SECONDS
             self.group_size = min(DELIVERY_BATCH, self.group_size * 4) if quick else 1
         return report
+
+    def _hold_conversations(self, session: Session, batch: list[MessageRow]) -> set[str] | None:
+        """Lock the claimed messages' conversations that are free, so that no pause
+        or cancel of them commits between the screen and the claim's commit (None:
+        all of them, SQLite's write lock holding off every writer). Busy ones are
+        skipped, never waited for: this transaction holds message locks already,
+        and every command locks a conversation before its messages."""
+        if self.relay.store.writers_serialised:
+            return None
+        return claims.lock_free_instances(session, sorted({m.instance_id or "" for m in batch}))
 
     def _send_group(
         self,
@@ -138,14 +145,16 @@ class Dispatcher:
         claimed: dict[int, int],
         report: DeliveryReport,
         *,
-        confirmed: bool = False,
+        confirmed: set[int] | frozenset[int] = frozenset(),
     ) -> None:
-        """Send a group, confirming it first unless its claim is fresh (``confirmed``).
-        Should a send hang (a group only grows while sends are quick), the leases of
-        the rest would run out and another worker could claim and send them too: so
-        once half a lease has gone by, what was sent is recorded and the rest is
-        confirmed (and its lease renewed) again."""
-        pending = list(group) if confirmed else self._confirm(group, claimed, report)
+        """Send a group, confirming it first but for the messages whose claim is fresh
+        (``confirmed``). Should a send hang (a group only grows while sends are
+        quick), the leases of the rest would run out and another worker could claim
+        and send them too: so once half a lease has gone by, what was sent is
+        recorded and the rest is confirmed (and its lease renewed) again."""
+        rest = [item for item in group if item[0].message_id not in confirmed]
+        pending = [item for item in group if item[0].message_id in confirmed]
+        pending += self._confirm(rest, claimed, report) if rest else []
         confirmed_at = self.relay.now()
         sent: list[_Sent] = []
         while pending:
@@ -386,14 +395,3 @@ def _outbound(
         template=ContentTemplate.from_json(instance and instance.template),
     )
 
-
-def deliver_one(relay: Runtime, message_id: int) -> MessageView:
-    """Try to deliver one message now (``relay send``); leave it queued if it cannot go."""
-    dispatcher = Dispatcher(relay, Channels(relay))
-    dispatcher.deliver_due(1, message_id=message_id)
-    with relay.store.transaction() as session:
-        message = session.get(Message, message_id)
-        assert message is not None
-        contact = session.get(Contact, message.contact_id)
-        assert contact is not None
-        return MessageView.build(message, contact.address)

@@ -93,6 +93,23 @@ def lock_instance_rows(session: Session, instance_ids: list[str]) -> None:
         prepared.batch(session, partial(_lock_instances, read=False), instance_ids)
 
 
+def lock_free_instances(session: Session, instance_ids: list[str]) -> set[str]:
+    """Lock those of the instances no other transaction holds, in id order, skipping
+    the others rather than waiting (``SKIP LOCKED``); the ids locked. For a caller
+    that already holds message locks (the outbox claim): waiting for an instance
+    there would invert the order every command locks in."""
+    wanted = [i for i in instance_ids if i]
+    if not wanted:
+        return set()
+    return {row.id for row in prepared.batch(session, _lock_free_instances, wanted)}
+
+
+@per_dialect
+def _lock_free_instances(dialect: str) -> Select[Any]:
+    query = select(Instance.id).where(among_param(dialect, Instance.id, "ids"))
+    return _skip_locked(dialect, query.order_by(Instance.id))
+
+
 @per_dialect
 def _lock_instances(dialect: str, read: bool) -> Select[Any]:
     columns = locked_rows.selecting(InstanceRow) if read else select(Instance.id)

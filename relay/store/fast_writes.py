@@ -166,16 +166,15 @@ def _compile(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -
         )
     processors: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
     if dialect.name == "postgresql":
-        # Each row a tuple in ``names`` order, turned into columns by _run.
+        # Its parameters are columns (_Converter.columns), by ``names``.
         convert = _Converter(names, keys, defaults, processors, positional=True)
-        rowwise = _rowwise(dialect, compiled, names, keys, defaults, processors)
+        rowwise = _rowwise(compiled, names, keys, defaults, processors)
         return Shape(_unnest(dialect, kind, table, names), convert, True, rowwise)
     convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
     return Shape(compiled.string, convert)
 
 
 def _rowwise(
-    dialect: Dialect,
     compiled: SQLCompiler,
     names: tuple[str, ...],
     keys: tuple[str, ...],

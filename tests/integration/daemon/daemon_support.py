@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
 from sqlalchemy import func, select
 
 from relay.engine.service import Relay
@@ -32,12 +31,6 @@ OBJECTIVE = "Confirm the delivery date"
 TODOS = ("Which day suits you?", "Morning or afternoon?")
 
 T = TypeVar("T")
-
-#: Narrow the ``db_url`` fixture to one backend (the test id stays ``[sqlite]``/``[postgres]``).
-SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-POSTGRES_ONLY = pytest.mark.parametrize(
-    "db_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
 
 
 # -- the engine, in-process ------------------------------------------------------------------

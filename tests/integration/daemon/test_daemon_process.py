@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from backends import POSTGRES_ONLY, SQLITE_ONLY
 from daemon_support import (
     PHONE,
-    POSTGRES_ONLY,
-    SQLITE_ONLY,
     DaemonProcess,
     child_env,
     count_sent_after,

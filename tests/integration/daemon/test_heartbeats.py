@@ -13,10 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from backends import POSTGRES_ONLY
 from daemon_support import (
     OTHER,
     PHONE,
-    POSTGRES_ONLY,
     events,
     history,
     outbound,

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from daemon_support import OTHER, PHONE, SQLITE_ONLY, at, pulse, start_waiting
+from backends import SQLITE_ONLY
+from daemon_support import OTHER, PHONE, at, pulse, start_waiting
 
 from relay.channels import base as channels_base
 from relay.channels.base import ChannelError, Outbound

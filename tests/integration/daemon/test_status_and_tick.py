@@ -12,7 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from daemon_support import PHONE, SQLITE_ONLY, events, row, start_waiting
+from backends import SQLITE_ONLY
+from daemon_support import PHONE, events, row, start_waiting
 
 from relay.engine.service import Relay
 from relay.store.models import Daemon

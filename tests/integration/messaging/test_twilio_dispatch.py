@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from backends import SQLITE_ONLY
 from messaging_fakes import ACCOUNT, FakeTwilio
 from sqlalchemy import select
 
@@ -19,7 +20,6 @@ from relay.store.models import Contact, Message, Transition
 
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
-SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 
 @pytest.fixture
