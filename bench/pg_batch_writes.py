@@ -15,16 +15,14 @@ process, from /proc), medians over the rounds.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import psycopg
-from benchlib import emit, machine, throwaway_store
+from benchlib import cpu_seconds, emit, machine, throwaway_store
 from psycopg.types.json import Json
 from sqlalchemy import bindparam, create_engine, insert, update
 from sqlalchemy.engine import make_url
@@ -130,18 +128,13 @@ def _round(conn: psycopg.Connection[Any], write: Callable[[], None], batches: in
            rows: int) -> tuple[float, float, float]:
     """Microseconds per row: wall, client CPU, server CPU (each batch committed)."""
     backend = conn.info.backend_pid
-    wall, client, server = time.perf_counter(), time.process_time(), _cpu(backend)
+    wall, client, server = time.perf_counter(), time.process_time(), cpu_seconds(backend)
     for _ in range(batches):
         write()
         conn.commit()
     scale = 1e6 / (batches * rows)
     return ((time.perf_counter() - wall) * scale, (time.process_time() - client) * scale,
-            (_cpu(backend) - server) * scale)
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            (cpu_seconds(backend) - server) * scale)
 
 
 if __name__ == "__main__":

@@ -196,7 +196,7 @@ class Relay(service.Relay):
         from relay.engine.outbox import Dispatcher
 
         Dispatcher(self, Channels(self)).deliver_due(1, message_id=message_id)
-        with self.store.transaction() as session:
+        with self.store.read_transaction() as session:
             return operations.message_view(session, message_id)
 
     def check(self) -> list[Finding]:

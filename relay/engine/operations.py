@@ -14,6 +14,7 @@ from relay.core.values import Direction, MessageStatus
 from relay.engine.report_views import ContactRow, InboxItem
 from relay.engine.views import MessageView
 from relay.store import instance_rows, reads
+from relay.store.contact_rows import address_of
 from relay.store.models import Contact, Message
 
 INBOX_KINDS = ("unrouted", "late", "rejected")
@@ -116,6 +117,4 @@ def message_view(session: Session, message_id: int) -> MessageView:
     message = session.get(Message, message_id)
     if message is None:
         raise NotFound(f"no message {message_id}")
-    person = session.get(Contact, message.contact_id)
-    assert person is not None
-    return MessageView.build(message, person.address)
+    return MessageView.build(message, address_of(session, message.contact_id))

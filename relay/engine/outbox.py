@@ -137,7 +137,8 @@ class Dispatcher:
         and every command locks a conversation before its messages."""
         if self.relay.store.writers_serialised:
             return None
-        return claims.lock_free_instances(session, sorted({m.instance_id or "" for m in batch}))
+        owners = sorted({m.instance_id for m in batch if m.instance_id})
+        return claims.lock_free_instances(session, owners)
 
     def _send_group(
         self,
@@ -394,4 +395,3 @@ def _outbound(
         last_inbound_at=contact.last_inbound_at,
         template=ContentTemplate.from_json(instance and instance.template),
     )
-

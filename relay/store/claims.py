@@ -98,25 +98,19 @@ def lock_free_instances(session: Session, instance_ids: list[str]) -> set[str]:
     the others rather than waiting (``SKIP LOCKED``); the ids locked. For a caller
     that already holds message locks (the outbox claim): waiting for an instance
     there would invert the order every command locks in."""
-    wanted = [i for i in instance_ids if i]
-    if not wanted:
+    if not instance_ids:
         return set()
-    return {row.id for row in prepared.batch(session, _lock_free_instances, wanted)}
+    locking = partial(_lock_instances, read=False, skip=True)
+    return {row.id for row in prepared.batch(session, locking, instance_ids)}
 
 
 @per_dialect
-def _lock_free_instances(dialect: str) -> Select[Any]:
-    query = select(Instance.id).where(among_param(dialect, Instance.id, "ids"))
-    return _skip_locked(dialect, query.order_by(Instance.id))
-
-
-@per_dialect
-def _lock_instances(dialect: str, read: bool) -> Select[Any]:
+def _lock_instances(dialect: str, read: bool, skip: bool = False) -> Select[Any]:
     columns = locked_rows.selecting(InstanceRow) if read else select(Instance.id)
     return (
         columns.where(among_param(dialect, Instance.id, "ids"))
         .order_by(Instance.id)
-        .with_for_update()
+        .with_for_update(skip_locked=skip)
     )
 
 

@@ -165,27 +165,15 @@ def _compile(dialect: Dialect, kind: str, table: Table, keys: tuple[str, ...]) -
             f"{kind} on {table.name}: parameters {sorted(names)} do not match keys {sorted(keys)}"
         )
     processors: Mapping[str, Callable[[Any], Any]] = compiled._bind_processors  # type: ignore[assignment]
-    if dialect.name == "postgresql":
-        # Its parameters are columns (_Converter.columns), by ``names``.
-        convert = _Converter(names, keys, defaults, processors, positional=True)
-        rowwise = _rowwise(compiled, names, keys, defaults, processors)
-        return Shape(_unnest(dialect, kind, table, names), convert, True, rowwise)
     convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
-    return Shape(compiled.string, convert)
-
-
-def _rowwise(
-    compiled: SQLCompiler,
-    names: tuple[str, ...],
-    keys: tuple[str, ...],
-    defaults: Mapping[str, Any],
-    processors: Mapping[str, Callable[[Any], Any]],
-) -> Shape | None:
-    """The ``executemany`` shape an UPDATE falls back to (an id named twice)."""
-    if ID_KEY not in names:
-        return None
-    convert = _Converter(names, keys, defaults, processors, positional=compiled.positional)
-    return Shape(compiled.string, convert)
+    rowwise = Shape(compiled.string, convert)
+    if dialect.name != "postgresql":
+        return rowwise
+    # One statement over arrays, its parameters column by column (_Converter.columns);
+    # an UPDATE keeps the row-by-row statement for a batch naming an id twice.
+    by_column = _Converter(names, keys, defaults, processors, positional=True)
+    fallback = rowwise if kind == "update" else None
+    return Shape(_unnest(dialect, kind, table, names), by_column, True, fallback)
 
 
 def _unnest(dialect: Dialect, kind: str, table: Table, names: tuple[str, ...]) -> str:
