@@ -85,7 +85,7 @@ instances = Table(
     # ``seq`` orders the FIFO queue even when two instances share a timestamp.
     Column("seq", Integer, primary_key=True, autoincrement=True),
     Column("id", String(16), nullable=False, unique=True),
-    Column("contact_id", ForeignKey("contacts.id"), nullable=False, index=True),
+    Column("contact_id", ForeignKey("contacts.id"), nullable=False),
     # Equals contact_id while this instance holds the contact's one live slot;
     # NULL otherwise. The unique index is the invariant.
     Column("contact_slot", Integer),
@@ -100,7 +100,7 @@ instances = Table(
     Column("heartbeat_seconds", Integer, nullable=False),
     Column("max_followups", Integer, nullable=False),
     Column("follow_up_count", Integer, nullable=False, default=0),
-    Column("next_heartbeat_at", TIME, index=True),
+    Column("next_heartbeat_at", TIME),
     Column("heartbeat_remaining_seconds", Integer),
     Column("heartbeat_override_seconds", Integer),
     Column("paused_until", TIME),
