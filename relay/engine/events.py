@@ -56,16 +56,20 @@ def record(
     )
 
 
-def record_outbound(session: Session, rows: Iterable[dict[str, Any]], now: datetime) -> None:
+def record_outbound(
+    session: Session, rows: Iterable[dict[str, Any]], now: datetime
+) -> dict[str, int]:
     """``message.queued`` for outbox rows a batch inserted with one statement (they
-    have no ids in hand: found by their idempotency keys, one indexed query)."""
+    have no ids in hand: found by their idempotency keys, one indexed query); the
+    ids by key."""
     keys = {row["idempotency_key"]: row for row in rows}
     if not keys:
-        return
-    found = outbox_rows.ids_by_key(session, keys)
-    for message_id, key in sorted(found):
+        return {}
+    found = sorted(outbox_rows.ids_by_key(session, keys))
+    for message_id, key in found:
         row = keys[key]
         record(session, Kind.QUEUED, row["instance_id"], _queued(message_id, row), now)
+    return {key: message_id for message_id, key in found}
 
 
 def record_queued(session: Session, message: Message, now: datetime) -> None:

@@ -1,8 +1,9 @@
 """The dispatcher: delivers outbox rows through channels, at most once each.
 
-A row is leased and marked ``sending`` (attempt counted) in one transaction,
-the channel is called outside any transaction, and the result is written in a
-third. A crash between the call and the write leaves the row ``sending``;
+A row is leased and marked ``sending`` (attempt counted) in one transaction
+(a claim, or the turn commit that writes it: :meth:`Dispatcher.lease_new`),
+the channel is called outside any transaction, and the result is written in
+another. A crash between the call and the write leaves the row ``sending``;
 when its lease runs out it is sent again with the same idempotency key, which
 the channel uses to recognise the duplicate. The contact's opt-out is checked
 again at delivery time, not only when the message was written.
@@ -15,24 +16,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from relay.channels.base import (
-    ContentTemplate,
-    Outbound,
-    batch_sender,
-)
+from relay.channels.base import Outbound, batch_sender
 from relay.core.states import State
 from relay.core.values import MessageStatus
-from relay.engine import delivery_outcomes, events, gate, unsubscribe
+from relay.engine import delivery_outcomes, events, gate
 from relay.engine.backends import Channels
 from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
-from relay.engine.rates import RateLimits
-from relay.store import claims, funnel, locked_rows, queries
+from relay.engine.outbox_screen import Handover, Ready, Screen
+from relay.store import claims, funnel, locked_rows
 from relay.store import outbox as outbox_rows
-from relay.store.locked_rows import MessageFields, MessageRow
+from relay.store.locked_rows import MessageRow
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -78,7 +75,7 @@ class Dispatcher:
     timer: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
-        self.limits = RateLimits(self.relay.config)
+        self.screen = Screen(self.relay)
         settings = self.relay.config.settings.outbox
         self.retries = Retries(settings.backoff, settings.max_attempts)
         # How many deliveries go in the next group: learnt from how fast the
@@ -86,17 +83,14 @@ class Dispatcher:
         self.group_size = 1
         # Seconds spent in channel calls since the current group began.
         self._channel_seconds = 0.0
-        # When each claimed message was written: a delivery that came late moves
-        # its conversation's heartbeat by as much (the silence runs from delivery).
-        self._written: dict[int, datetime] = {}
-        # Claimed messages whose conversation had no delivery yet: recording one as
-        # sent also records the conversation's first delivery (for the funnel).
-        self._firsts: set[int] = set()
+        # What turn commits leased to this dispatcher, screened, not yet sent.
+        self._handed: list[Handover] = []
 
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
     ) -> DeliveryReport:
-        report = DeliveryReport()
+        """Send what turn commits handed over, then claim due rows and send them."""
+        report = self.deliver_handed()
         with self.relay.store.transaction() as session:
             now = self.relay.now()
             batch = claims.claim_outbox(
@@ -109,15 +103,75 @@ class Dispatcher:
                 owner=self.owner,
             )
             held = self._hold_conversations(session, batch)  # before the screen reads
-            ready = self._screen(session, batch, now, report)
+            ready = self.screen(session, batch, now, report)
             locked_rows.write(session, batch)  # what the screen held or ruled out
             claimed = {m.id: m.attempts for m in batch}
-        # Sent in small groups: confirmed together just before their sends and
-        # recorded together just after. The groups grow while the channel is fast
-        # and drop back to one message when it is slow. The first group's messages
-        # whose conversations the claim held go out on it (see FRESH).
+        # The first group's messages whose conversations the claim held go out on
+        # it (see FRESH).
         fresh = {o.message_id for o, _ in ready if held is None or o.instance_id in held}
-        fresh_until = self.relay.now() + FRESH
+        self._send_ready(ready, claimed, report, fresh, self.relay.now() + FRESH)
+        return report
+
+    def lease_new(self, session: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Lease to this dispatcher the new outbox rows a turn commit is about to
+        insert, in the commit's own transaction: they are written ``sending`` with
+        their first attempt counted, and the claim's read and UPDATE of each row
+        are never needed (see :meth:`screen_new`). Only rows whose conversation has
+        nothing earlier waiting in the outbox: that goes first, through a claim.
+        Returns the rows leased (changed in place)."""
+        now = self.relay.now()
+        busy = outbox_rows.pending_of(session, sorted({row["instance_id"] for row in rows}))
+        leased = [r for r in rows if r["instance_id"] not in busy and r["next_attempt_at"] <= now]
+        for row in leased:
+            row["status"] = MessageStatus.SENDING.value
+            row["attempts"] += 1
+            row["next_attempt_at"] = now + SEND_LEASE
+            row["lease_owner"] = self.owner
+        return leased
+
+    def screen_new(
+        self, session: Session, leased: list[dict[str, Any]], ids: dict[str, int]
+    ) -> Handover:
+        """Screen the rows :meth:`lease_new` leased, once inserted (``ids`` by
+        idempotency key), as a claim screens its rows: under the commit's locks,
+        which hold off every pause and cancel of these conversations (SQLite's
+        write lock; on PostgreSQL the commit's locks on the conversations). Hand
+        the result to :meth:`adopt` once the transaction has committed."""
+        unread = dict.fromkeys(column.key for column in MessageRow.columns)
+        rows = [MessageRow({**unread, **row, "id": ids[row["idempotency_key"]]}) for row in leased]
+        now = self.relay.now()
+        report = DeliveryReport()
+        ready = self.screen(session, rows, now, report, counted=bool(self._handed))
+        locked_rows.write(session, rows)  # what the screen held or ruled out
+        return Handover(ready, {m.id: m.attempts for m in rows}, report, now + FRESH)
+
+    def adopt(self, handover: Handover) -> None:
+        """Take over what a committed turn batch leased to this dispatcher."""
+        self._handed.append(handover)
+
+    def deliver_handed(self) -> DeliveryReport:
+        """Send what committed turn batches leased to this dispatcher; their first
+        group goes without a confirming transaction, like a claim's (FRESH)."""
+        report = DeliveryReport()
+        while self._handed:
+            handover = self._handed.pop(0)
+            report.add(handover.report)
+            fresh = {outbound.message_id for outbound, _ in handover.ready}
+            self._send_ready(handover.ready, handover.attempts, report, fresh, handover.fresh)
+        return report
+
+    def _send_ready(
+        self,
+        ready: list[Ready],
+        claimed: dict[int, int],
+        report: DeliveryReport,
+        fresh: set[int],
+        fresh_until: datetime,
+    ) -> None:
+        """Send in small groups, each confirmed together just before its sends (but
+        for the ``fresh`` messages of the first group, while ``fresh_until``) and
+        recorded together just after. The groups grow while the channel is fast and
+        drop back to one message when it is slow."""
         position = 0
         while position < len(ready):
             group = ready[position : position + self.group_size]
@@ -127,7 +181,6 @@ class Dispatcher:
             self._send_group(group, claimed, report, confirmed=fresh if first else set())
             quick = self._channel_seconds < BATCH_SECONDS
             self.group_size = min(DELIVERY_BATCH, self.group_size * 4) if quick else 1
-        return report
 
     def _hold_conversations(self, session: Session, batch: list[MessageRow]) -> set[str] | None:
         """Lock the claimed messages' conversations that are free, so that no pause
@@ -257,41 +310,6 @@ class Dispatcher:
             locked_rows.write(session, locked.values())
         return confirmed
 
-    def _screen(
-        self, session: Session, batch: list[MessageRow], now: datetime, report: DeliveryReport
-    ) -> list[tuple[Outbound, str]]:
-        """Rule out what may not go (see :mod:`relay.engine.gate`) and hold what a
-        rate limit does not allow yet."""
-        # Deliveries of an earlier batch are in the store as sent by now; only
-        # this batch's are counted in memory (counting both would hold too many).
-        self.limits.reset()
-        facts = gate.Facts.read(session, batch)
-        threads = queries.threads_for(session, list(facts.instances))
-        links = unsubscribe.tokens(session, now)
-        ready = []
-        for message in batch:
-            ruling = gate.rule(message, facts)
-            if ruling.verdict is not gate.Verdict.GO:
-                delivery_outcomes.rule_out(message, ruling, report)
-                continue
-            channel = message.channel or "console"
-            later = gate.window_opens(message, facts, self.relay.config, now)
-            later = later or self.limits.hold_until(session, channel, now)
-            if later is not None:
-                message.status = MessageStatus.QUEUED.value
-                message.attempts -= 1
-                message.next_attempt_at = later
-                message.lease_owner = None
-                report.held += 1
-                continue
-            self.limits.count(channel)
-            ready.append((_outbound(message, channel, facts, threads, links), channel))
-            self._written[message.id] = message.created_at
-            instance = facts.instances.get(message.instance_id or "")
-            if instance is not None and instance.first_delivered_at is None:
-                self._firsts.add(message.id)
-        return ready
-
     def _deliver(
         self, outbound: Outbound, channel_name: str, attempt: int, report: DeliveryReport
     ) -> _Sent | None:
@@ -332,8 +350,8 @@ class Dispatcher:
     def _first_deliveries(self, sent: list[_Sent]) -> dict[str, datetime]:
         firsts: dict[str, datetime] = {}
         for done in sent:
-            if done.outbound.message_id in self._firsts and done.outbound.instance_id:
-                self._firsts.discard(done.outbound.message_id)
+            if done.outbound.message_id in self.screen.firsts and done.outbound.instance_id:
+                self.screen.firsts.discard(done.outbound.message_id)
                 firsts.setdefault(done.outbound.instance_id, done.at)
         return firsts
 
@@ -343,7 +361,7 @@ class Dispatcher:
         to answer it."""
         late = {}
         for done in sent:
-            written = self._written.pop(done.outbound.message_id, None)
+            written = self.screen.written.pop(done.outbound.message_id, None)
             if written is not None and done.outbound.instance_id and done.at - written > LATE:
                 late[done.outbound.instance_id] = done.at - written
         for instance_id, delay in late.items():
@@ -358,8 +376,7 @@ class Dispatcher:
     def _failed(
         self, outbound: Outbound, attempt: int, failure: Failure, *, report: DeliveryReport
     ) -> None:
-        self._written.pop(outbound.message_id, None)
-        self._firsts.discard(outbound.message_id)
+        self.screen.forget(outbound.message_id)
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None
@@ -370,28 +387,3 @@ class Dispatcher:
             delivery_outcomes.record(
                 session, message, failure, self.relay.now(), report, self.retries
             )
-
-
-def _outbound(
-    message: MessageFields,
-    channel: str,
-    facts: gate.Facts,
-    threads: dict[str, tuple[str, ...]],
-    links: unsubscribe.UnsubscribeTokens,
-) -> Outbound:
-    """What the channel is handed for ``message``: the address it reaches the
-    contact at, the thread, the subject, the unsubscribe link and template."""
-    instance = facts.instances.get(message.instance_id or "")
-    contact = facts.contacts[message.contact_id]
-    return Outbound(
-        message_id=message.id,
-        instance_id=message.instance_id,
-        to=facts.address(channel, message.contact_id),
-        text=message.body,
-        idempotency_key=message.idempotency_key or str(message.id),
-        thread=threads.get(message.instance_id or "", ()),
-        subject=instance.subject if instance is not None else None,
-        unsubscribe_token=links.make(message.contact_id, message.instance_id),
-        last_inbound_at=contact.last_inbound_at,
-        template=ContentTemplate.from_json(instance and instance.template),
-    )

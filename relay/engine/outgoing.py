@@ -54,6 +54,8 @@ def outbound_row(
         "idempotency_key": secrets.token_hex(16),
         "attempts": 0,
         "next_attempt_at": now,
+        # Set when the committing worker leases the row at once (Dispatcher.lease_new).
+        "lease_owner": None,
         "proactive": int(proactive),
         "created_at": now,
     }

@@ -31,6 +31,8 @@ from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message, Todo
 
 if TYPE_CHECKING:
+    from relay.engine.outbox import Dispatcher
+    from relay.engine.outbox_screen import Handover
     from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
@@ -67,6 +69,9 @@ class TurnCommitter:
 
     relay: Runtime
     owner: str
+    #: The dispatcher that sends right after each commit (a pulse's): the batch's
+    #: new outbox rows are leased to it in the commit (Dispatcher.lease_new).
+    outbox: Dispatcher | None = None
 
     def ours(self, instance: InstanceFields, version: int) -> bool:
         """Whether this worker's claim on the (locked) instance still holds."""
@@ -101,16 +106,28 @@ class TurnCommitter:
                     for item in items
                 ]
                 locked_rows.write(session, locked.values())
-                if loaded.messages:
-                    outbox_rows.insert_outbox(session, loaded.messages)
-                    events.record_outbound(session, loaded.messages, self.relay.now())
+                handover = self._write_outbox(session, loaded.messages)
                 transitions.write_log(session, loaded.log_rows)
-                return outcomes
+            if handover is not None and self.outbox is not None:
+                self.outbox.adopt(handover)  # committed: its rows are the dispatcher's
+            return outcomes
         except Exception:
             if len(items) == 1:
                 raise
             log.warning("committing %s turns together failed; committing one by one", len(items))
             return [self.commit_many([item])[0] for item in items]
+
+    def _write_outbox(self, session: Session, rows: list[dict[str, Any]]) -> Handover | None:
+        """Insert the batch's outbox rows; with a dispatcher, those that may go at
+        once are leased to it in this transaction and screened (what it sends next)."""
+        if not rows:
+            return None
+        leased = self.outbox.lease_new(session, rows) if self.outbox is not None else []
+        outbox_rows.insert_outbox(session, rows)
+        ids = events.record_outbound(session, rows, self.relay.now())
+        if not leased or self.outbox is None:
+            return None
+        return self.outbox.screen_new(session, leased, ids)
 
     def _commit_in(
         self,

@@ -90,6 +90,9 @@ class Pulse:
         self.turns = TurnRunner(relay, owner)
         self.channels = Channels(relay)
         self.dispatcher = Dispatcher(relay, self.channels, owner)
+        # The turns' new outbox rows are leased to the dispatcher in their commit and
+        # sent right after each batch (after_batch), without a claim.
+        self.turns.committer.outbox = self.dispatcher
         self.batch = relay.config.settings.daemon.batch
 
     def run(
@@ -116,7 +119,7 @@ class Pulse:
                 self.batch,
                 leased=leased,
                 should_stop=should_stop,
-                after_batch=lambda: report.delivery.add(self.dispatcher.deliver_due(self.batch)),
+                after_batch=lambda: report.delivery.add(self.dispatcher.deliver_handed()),
             )
             leased = []
             report.turns.extend(outcomes)

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from relay.core.values import MessageStatus
 from relay.store import fast_writes, prepared
 from relay.store.among import among_param
+from relay.store.due import OUTBOX_PENDING
 from relay.store.models import Message, table_of
 from relay.store.prepared import per_dialect
 
@@ -68,3 +69,21 @@ def record_sent(session: Session, deliveries: Iterable[tuple[int, str, datetime]
     ]
     if params:
         fast_writes.update_by_id(session, table_of(Message), SENT_COLUMNS, params)
+
+
+def pending_of(session: Session, instance_ids: Sequence[str]) -> set[str]:
+    """Which of these conversations have outbound messages still in the outbox
+    (queued or being sent): one indexed query."""
+    if not instance_ids:
+        return set()
+    return {row[0] for row in prepared.batch(session, _pending_of, instance_ids)}
+
+
+@per_dialect
+def _pending_of(dialect: str) -> AnySelect:
+    return (
+        select(Message.instance_id)
+        .where(among_param(dialect, Message.instance_id, "ids"))
+        .where(Message.status.in_(OUTBOX_PENDING))
+        .distinct()
+    )
