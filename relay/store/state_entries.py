@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Scope
+from relay.store import prepared
 from relay.store.among import among_param, values_param
 from relay.store.models import StateEntry
 from relay.store.prepared import dialect_of, per_dialect
 
+if TYPE_CHECKING:
+    from relay.store.prepared import Rows
+
 
 def entries_for(
     session: Session, contact_ids: Collection[str], instance_ids: Collection[str]
-) -> Sequence[StateEntry]:
-    """Every app-wide entry, and those of these contacts and these instances (one query)."""
+) -> Rows:
+    """Every app-wide entry, and those of these contacts and these instances (one
+    query): rows of (scope, scope_id, key, value), read for a batch of turns'
+    contexts and never changed, so no ORM objects."""
     dialect = dialect_of(session)
     params = {
         "contacts": values_param(dialect, contact_ids),
         "instances": values_param(dialect, instance_ids),
     }
-    return session.scalars(_entries(dialect), params).all()
+    return prepared.run(session, _entries(dialect), params)
 
 
 @per_dialect
-def _entries(dialect: str) -> Select[StateEntry]:
-    return select(StateEntry).where(
+def _entries(dialect: str) -> Select[Any]:
+    columns = (StateEntry.scope, StateEntry.scope_id, StateEntry.key, StateEntry.value)
+    return select(*columns).where(
         or_(
             StateEntry.scope == Scope.APP.value,
             (StateEntry.scope == Scope.CONTACT.value)

@@ -43,11 +43,22 @@ class UTCDateTime(TypeDecorator[datetime]):
         if dialect.name != "sqlite":
             return super().bind_processor(dialect)
 
+        # The last time bound and its text: a batch's rows bind the same few times
+        # (its "now", its lease expiry) column after column. One tuple, replaced
+        # whole, so that threads sharing the processor never pair a value with
+        # another's text.
+        last: list[tuple[datetime | None, str | None]] = [(None, None)]
+
         def to_text(value: datetime | None) -> str | None:
             if value is None:
                 return None
+            seen = last[0]
+            if seen[0] == value:
+                return seen[1]
             utc = value if value.tzinfo is UTC else _utc(value)
-            return utc.isoformat(" ", "microseconds")[:-6]
+            text = utc.isoformat(" ", "microseconds")[:-6]
+            last[0] = (value, text)
+            return text
 
         return to_text
 

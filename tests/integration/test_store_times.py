@@ -66,3 +66,18 @@ def test_a_naive_time_is_refused(db_url: str) -> None:
     with store.engine.begin() as conn, pytest.raises(Exception, match="naive datetime"):
         naive = datetime(2026, 1, 1)  # naive: the mistake under test
         conn.execute(insert(table_of(EventRow)), [{"kind": "t", "created_at": naive}])
+
+
+def test_sqlite_text_of_repeated_and_alternating_times(tmp_path: Path) -> None:
+    """The bind keeps the last time's text (a batch binds the same few times over
+    and over): repeats, alternations and one instant in two zones stay right."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'times.db'}")
+    events = table_of(EventRow)
+    events.create(engine)
+    same_instant = TIMES[0].astimezone(timezone(timedelta(hours=2)))
+    times = [TIMES[0], TIMES[0], TIMES[1], TIMES[0], same_instant, TIMES[2], TIMES[2], TIMES[1]]
+    reference = DateTime().dialect_impl(engine.dialect).bind_processor(engine.dialect)
+    with engine.begin() as conn:
+        conn.execute(insert(events), [{"kind": "t", "created_at": at} for at in times])
+        stored = conn.execute(text("SELECT created_at FROM events ORDER BY id")).scalars().all()
+    assert stored == [reference(at.astimezone(UTC).replace(tzinfo=None)) for at in times]
