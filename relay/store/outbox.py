@@ -1,5 +1,6 @@
 """Outbox rows: a batch's insert, the ids of what it inserted, what a cancel
-withdraws, and a batch's deliveries recorded with one statement."""
+withdraws, which conversations still have messages in it, and a batch's
+deliveries recorded with one statement."""
 
 from __future__ import annotations
 
@@ -81,9 +82,11 @@ def pending_of(session: Session, instance_ids: Sequence[str]) -> set[str]:
 
 @per_dialect
 def _pending_of(dialect: str) -> AnySelect:
+    # ``status || ''``: not the status index, whose pending range is the whole
+    # outbox backlog (SQLite picked it, not knowing how few ids the batch has).
     return (
         select(Message.instance_id)
         .where(among_param(dialect, Message.instance_id, "ids"))
-        .where(Message.status.in_(OUTBOX_PENDING))
+        .where(Message.status.concat("").in_(OUTBOX_PENDING))
         .distinct()
     )
