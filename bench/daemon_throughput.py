@@ -19,8 +19,8 @@ firing (all fall due at once: the p99 of a burst).
 On SQLite the reference is raw ``sqlite3`` doing the writes a follow-up needs at
 minimum (an UPDATE of the instance and two INSERTs, a message and a transition;
 transactions of 100) on the same file, same pragmas, just after the daemons.
-A second reference does every row write relay does for a follow-up (11
-statements in relay's 4 transactions, see ``reference_sqlite_full``): the
+A second reference does every row write relay does for a follow-up (10
+statements in relay's 3 transactions, see ``reference_sqlite_full``): the
 database's share of relay's cost, with nothing decided in Python.
 
     python bench/daemon_throughput.py --due 10000
@@ -308,9 +308,9 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
 def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
     """Raw sqlite3 doing every row write relay does for a follow-up, in relay's
     transactions, batches of 100: the firing (instance UPDATE, transition and
-    event INSERTs), the turn commit (instance UPDATE, message, transition and two
-    event INSERTs), the claim (message UPDATE) and the record of the send
-    (message UPDATE, event INSERT): 11 statements over 4 transactions. What a
+    event INSERTs), the turn commit (instance UPDATE, the message INSERTed leased
+    to its sender, transition and two event INSERTs) and the record of the send
+    (message UPDATE, event INSERT): 10 statements over 3 transactions. What a
     follow-up costs the database alone, with no decision taken in Python."""
     conn, ids, contacts, stamp = _reference_store(url, count)
     data = '{"from": "WAITING_FOR_REPLY", "to": "FOLLOWING_UP", "event": "heartbeat_fires"}'
@@ -340,18 +340,13 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
             cursor = conn.execute(
                 "INSERT INTO messages (instance_id, contact_id, direction, author, body, "
                 "status, channel, kind, idempotency_key, attempts, proactive, created_at, "
-                "next_attempt_at) VALUES (?, ?, 'outbound', 'agent', 'Just following up', "
-                "'queued', 'console', 'message', ?, 0, 1, ?, ?)",
+                "next_attempt_at, lease_owner) VALUES (?, ?, 'outbound', 'agent', "
+                "'Just following up', 'sending', 'console', 'message', ?, 1, 1, ?, ?, 'ref')",
                 (iid, contacts[iid], f"full-{iid}-{os.getpid()}", stamp, stamp))
             message_ids.append(cursor.lastrowid)
             conn.execute(transition, (iid, stamp))
             conn.execute(event, ("state", iid, data, stamp))
             conn.execute(event, ("outbound", iid, data, stamp))
-        conn.execute("COMMIT")
-        conn.execute("BEGIN IMMEDIATE")  # the claim
-        conn.executemany("UPDATE messages SET status = 'sending', attempts = attempts + 1, "
-                         "next_attempt_at = ?, lease_owner = 'ref' WHERE id = ?",
-                         [(stamp, m) for m in message_ids])
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")  # the record of the sends
         for iid, message_id in zip(batch, message_ids, strict=True):
