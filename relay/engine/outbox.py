@@ -123,10 +123,7 @@ class Dispatcher:
         busy = outbox_rows.pending_of(session, sorted({row["instance_id"] for row in rows}))
         leased = [r for r in rows if r["instance_id"] not in busy and r["next_attempt_at"] <= now]
         for row in leased:
-            row["status"] = MessageStatus.SENDING.value
-            row["attempts"] += 1
-            row["next_attempt_at"] = now + SEND_LEASE
-            row["lease_owner"] = self.owner
+            claims.lease_outbox_row(row, now + SEND_LEASE, self.owner)
         return leased
 
     def screen_new(
@@ -157,7 +154,7 @@ class Dispatcher:
             handover = self._handed.pop(0)
             report.add(handover.report)
             fresh = {outbound.message_id for outbound, _ in handover.ready}
-            self._send_ready(handover.ready, handover.attempts, report, fresh, handover.fresh)
+            self._send_ready(handover.ready, handover.attempts, report, fresh, handover.fresh_until)
         return report
 
     def _send_ready(

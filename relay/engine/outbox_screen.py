@@ -42,7 +42,7 @@ class Handover:
     #: What the screen ruled out or held.
     report: DeliveryReport
     #: Until when the first group may go without a confirming transaction.
-    fresh: datetime
+    fresh_until: datetime
 
 
 @dataclass

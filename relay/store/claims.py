@@ -9,6 +9,7 @@ serialises claimers on the file lock.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -186,12 +187,20 @@ def claim_outbox(
     params = {"now": now, "limit": limit, "message_id": message_id, "instance_id": instance_id}
     rows = locked_rows.rows(session, MessageRow, query, params)
     for message in rows:
-        message.status = MessageStatus.SENDING.value
-        message.attempts += 1
-        message.next_attempt_at = now + lease
-        message.lease_owner = owner
+        lease_outbox_row(vars(message), now + lease, owner)
     locked_rows.write(session, rows)
     return rows
+
+
+def lease_outbox_row(
+    values: MutableMapping[str, Any], expires: datetime, owner: str | None
+) -> None:
+    """Lease an outbox row's values (a locked row's, or a new row's before its
+    insert): ``sending`` until ``expires`` for ``owner``, one more attempt counted."""
+    values["status"] = MessageStatus.SENDING.value
+    values["attempts"] += 1
+    values["next_attempt_at"] = expires
+    values["lease_owner"] = owner
 
 
 @per_dialect

@@ -14,9 +14,10 @@ from sqlalchemy.orm import Session
 from relay.core.values import MessageStatus
 from relay.store import fast_writes, prepared
 from relay.store.among import among_param
-from relay.store.due import OUTBOX_PENDING
+from relay.store.due import undelivered
 from relay.store.models import Message, table_of
 from relay.store.prepared import per_dialect
+from relay.store.tables import instances
 
 if TYPE_CHECKING:
     from relay.store.prepared import AnySelect, Rows
@@ -74,7 +75,7 @@ def record_sent(session: Session, deliveries: Iterable[tuple[int, str, datetime]
 
 def pending_of(session: Session, instance_ids: Sequence[str]) -> set[str]:
     """Which of these conversations have outbound messages still in the outbox
-    (queued or being sent): one indexed query."""
+    (:func:`relay.store.due.undelivered`): one indexed query."""
     if not instance_ids:
         return set()
     return {row[0] for row in prepared.batch(session, _pending_of, instance_ids)}
@@ -82,11 +83,6 @@ def pending_of(session: Session, instance_ids: Sequence[str]) -> set[str]:
 
 @per_dialect
 def _pending_of(dialect: str) -> AnySelect:
-    # ``status || ''``: not the status index, whose pending range is the whole
-    # outbox backlog (SQLite picked it, not knowing how few ids the batch has).
-    return (
-        select(Message.instance_id)
-        .where(among_param(dialect, Message.instance_id, "ids"))
-        .where(Message.status.concat("").in_(OUTBOX_PENDING))
-        .distinct()
+    return select(instances.c.id).where(
+        among_param(dialect, instances.c.id, "ids"), undelivered(instances.c.id)
     )
