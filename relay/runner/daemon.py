@@ -1,6 +1,6 @@
 """The long-running daemon: APScheduler drives, the store decides.
 
-Three jobs run on a ``BlockingScheduler`` (job functions by reference, the
+The jobs run on a ``BlockingScheduler`` (job functions by reference, the
 default in-memory job store, nothing pickled):
 
 * ``pulse`` (every ``daemon.pulse``, default 1 s): snoozes, heartbeats, turns,
@@ -16,6 +16,9 @@ default in-memory job store, nothing pickled):
 * ``maintenance`` (cron, daily 03:15 UTC): retention.
 * ``summary`` (every minute): one log line of what the daemon did in that
   minute (turns, deliveries, heartbeats, inbound), only if it did something.
+* ``checkpoint`` (SQLite only, every second): copies the write-ahead log into
+  the database file on a thread of its own, so the pulse's commits never do
+  (:mod:`relay.store.checkpoints`).
 
 ``coalesce=True`` and ``max_instances=1`` on every job: a pulse that overruns
 its interval is never run twice at once, and runs missed while the process
@@ -36,6 +39,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -49,15 +53,19 @@ from relay.engine import doctor
 from relay.runner import logs, retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
-from relay.store import claims, daemons
+from relay.store import checkpoints, claims, daemons
 from relay.store.models import Daemon
 
 if TYPE_CHECKING:
+    from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from relay.engine.service import Relay
 
 log = logging.getLogger("relay.daemon")
+
+#: Seconds between the checkpoints of an SQLite store's write-ahead log.
+CHECKPOINT_EVERY = 1.0
 
 
 def daemon_identity() -> str:
@@ -75,6 +83,7 @@ class DaemonRunner:
     _last_pulse_idle: bool = True
     _pulse_failed: bool = False
     summary: MinuteSummary = field(default_factory=MinuteSummary)
+    checkpointer: checkpoints.Checkpointer | None = None
 
     def __post_init__(self) -> None:
         config = self.relay.config
@@ -143,48 +152,54 @@ class DaemonRunner:
     def run(self) -> None:
         """Run in the foreground until SIGTERM/SIGINT (or :meth:`stop`); returns after a
         graceful stop: the job in progress (a turn, a delivery) finishes and commits."""
-        from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.schedulers.blocking import BlockingScheduler
-
-        executor = ThreadPoolExecutor(max_workers=4)
-        self.scheduler = BlockingScheduler(timezone="UTC", executors={"default": executor})
-        options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
-        seconds = max(0.05, self.pulse_every.total_seconds())
-        self.scheduler.add_job(
-            self.pulse_job,
-            "interval",
-            seconds=seconds,
-            id="pulse",
-            next_run_time=_utcnow(),
-            **options,
-        )
-        self.scheduler.add_job(
-            self.poll_job,
-            "interval",
-            seconds=max(1.0, self.poll_every.total_seconds()),
-            id="poll",
-            next_run_time=_utcnow(),
-            **options,
-        )
-        self.scheduler.add_job(
-            self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
-        )
-        self.scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
         from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_SCHEDULER_STARTED
 
-        self.scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
-        self.scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
+        scheduler, executor = self.schedule()
+        scheduler.add_listener(self._after_job, EVENT_JOB_EXECUTED)
+        scheduler.add_listener(self._on_started, EVENT_SCHEDULER_STARTED)
         self.install_signals()
         _settle_garbage_collector()
         stopper = threading.Thread(target=self._stop_when_asked, name="relay-stop", daemon=True)
         stopper.start()
         self.register()
         try:
-            self.scheduler.start()  # returns once the scheduler is shut down
+            scheduler.start()  # returns once the scheduler is shut down
             executor.shutdown(wait=True)  # the job in progress finishes and commits
         finally:
             self.stopping.set()
             self.unregister()
+            if self.checkpointer is not None:
+                self.checkpointer.close()
+
+    def schedule(self) -> tuple[BlockingScheduler, ThreadPoolExecutor]:
+        """The scheduler with the daemon's jobs, not started yet."""
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.blocking import BlockingScheduler
+
+        executor = ThreadPoolExecutor(max_workers=4)
+        scheduler = self.scheduler = BlockingScheduler(
+            timezone="UTC", executors={"default": executor}
+        )
+        options: dict[str, Any] = {"coalesce": True, "max_instances": 1, "misfire_grace_time": None}
+        first = {"next_run_time": _utcnow(), **options}
+        pulse = max(0.05, self.pulse_every.total_seconds())
+        poll = max(1.0, self.poll_every.total_seconds())
+        scheduler.add_job(self.pulse_job, "interval", seconds=pulse, id="pulse", **first)
+        scheduler.add_job(self.poll_job, "interval", seconds=poll, id="poll", **first)
+        scheduler.add_job(
+            self.maintenance_job, "cron", hour=3, minute=15, id="maintenance", **options
+        )
+        scheduler.add_job(self.summary_job, "interval", seconds=60, id="summary", **options)
+        self.checkpointer = checkpoints.take_over(self.relay.store.engine)
+        if self.checkpointer is not None:
+            scheduler.add_job(
+                self.checkpoint_job,
+                "interval",
+                seconds=CHECKPOINT_EVERY,
+                id="checkpoint",
+                **options,
+            )
+        return scheduler, executor
 
     def stop(self) -> None:
         """Ask for a graceful stop (what SIGTERM does); safe from any thread."""
@@ -297,6 +312,13 @@ class DaemonRunner:
             log.info("maintenance: %s", result)
         except Exception as exc:  # logged; the daemon carries on
             log.error("maintenance failed: %s", _one_line(exc))
+
+    def checkpoint_job(self) -> None:
+        assert self.checkpointer is not None
+        try:
+            self.checkpointer.run()
+        except sqlite3.Error as exc:  # the writers' backstop checkpoints meanwhile
+            log.error("checkpoint failed: %s", _one_line(exc))
 
     def _heartbeat_self(self) -> None:
         with self.relay.store.transaction() as session:
