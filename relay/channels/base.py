@@ -160,7 +160,9 @@ class Incoming:
 
 class Channel(Protocol):
     """Two methods are the whole contract; ``check``, ``address_problem``,
-    ``send_many`` and ``close`` are optional (see :func:`channel_problems`)."""
+    ``send_many`` and ``close`` are optional (see :func:`channel_problems`), and so
+    is a ``threads = False`` attribute: the channel never reads ``Outbound.thread``,
+    so the outbox does not read the conversation's earlier provider ids for it."""
 
     name: str
 

@@ -71,6 +71,9 @@ def _complete_lines(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], i
 class ConsoleChannel:
     """Writes outbound messages to a JSONL file; reads inbound ones from an inbox file."""
 
+    #: Outbound.thread is not read here (the outbox then does not look it up).
+    threads = False
+
     def __init__(
         self,
         name: str,

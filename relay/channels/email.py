@@ -105,6 +105,9 @@ class ImapConfig:
 class EmailChannel:
     """Sends each message as one plain-text email; reads replies from an IMAP mailbox."""
 
+    #: It threads a reply under the conversation's earlier mail (Outbound.thread).
+    threads = True
+
     def __init__(
         self,
         name: str,

@@ -51,6 +51,9 @@ START_PARAMETER = re.compile(r"[A-Za-z0-9_-]{1,64}")
 class TelegramChannel:
     """The ``telegram`` channel type."""
 
+    #: Outbound.thread is not read here (the outbox then does not look it up).
+    threads = False
+
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         self.name = name
         self.token_env = setting_required(name, settings, "token_env")

@@ -48,6 +48,9 @@ def _check_url(name: str, key: str, url: str) -> str:
 class WebhookChannel:
     """POSTs each message as JSON; optionally polls a URL for replies."""
 
+    #: Outbound.thread is not read here (the outbox then does not look it up).
+    threads = False
+
     def __init__(
         self,
         name: str,

@@ -87,3 +87,11 @@ class Channels:
 
     def names(self) -> list[str]:
         return channel_names(self.relay.config)
+
+    def threads(self, name: str) -> bool:
+        """Whether channel ``name`` reads ``Outbound.thread`` (a channel says not with
+        ``threads = False``): the outbox reads no thread for one that does not."""
+        try:
+            return bool(getattr(self.get(name), "threads", True))
+        except Exception:  # a channel that cannot be built fails its sends later
+            return True

@@ -75,7 +75,7 @@ class Dispatcher:
     timer: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
-        self.screen = Screen(self.relay)
+        self.screen = Screen(self.relay, self.channels.threads)
         settings = self.relay.config.settings.outbox
         self.retries = Retries(settings.backoff, settings.max_attempts)
         # How many deliveries go in the next group: learnt from how fast the

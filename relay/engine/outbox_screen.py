@@ -11,6 +11,7 @@ late delivery moves the heartbeat) and whether it is its conversation's first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -48,6 +49,8 @@ class Handover:
 @dataclass
 class Screen:
     relay: Runtime
+    #: Whether a channel reads ``Outbound.thread`` (:meth:`Channels.threads`).
+    threads: Callable[[str], bool] = lambda _name: True
     limits: RateLimits = field(init=False)
     #: When each screened message was written, until its send is recorded.
     written: dict[int, datetime] = field(default_factory=dict)
@@ -75,7 +78,8 @@ class Screen:
         if not counted:
             self.limits.reset()
         facts = gate.Facts.read(session, batch)
-        threads = queries.threads_for(session, list(facts.instances))
+        threaded = {m.instance_id for m in batch if self.threads(m.channel or "console")}
+        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded])
         links = unsubscribe.tokens(session, now)
         ready = []
         for message in batch:

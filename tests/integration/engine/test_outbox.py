@@ -286,3 +286,30 @@ def test_a_failed_send_many_retries_each_of_its_messages_with_their_keys(
     assert engine.tick().delivery.sent == len(waiting)
     assert [m.status for m in engine.outbound(iid)] == ["sent"] * 9
     assert len(channel.delivered) == 9
+
+
+class UnthreadedChannel(RecordingChannel):
+    """A test channel that says it never reads ``Outbound.thread``."""
+
+    __test__ = False
+    threads = False
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_the_thread_is_read_only_for_a_channel_that_reads_it(
+    make_engine: Any, register_channel: Callable[[str, Any], None], threads: bool
+) -> None:
+    """A channel without ``threads = False`` (email; a third party's) is handed the
+    provider ids of the conversation's earlier messages; one that says it does not
+    read them gets none, and the outbox skips the query."""
+    channel = RecordingChannel() if threads else UnthreadedChannel()
+    register_channel("test", lambda name, settings: channel)
+    engine = make_engine(**FLAKY)
+    iid = engine.start()
+    engine.tick()
+    engine.relay.send(iid, "a note")
+    engine.tick()
+
+    first, second = channel.attempts
+    assert first.thread == ()
+    assert second.thread == ((f"test-{first.idempotency_key[:8]}",) if threads else ())
