@@ -40,7 +40,7 @@ SEND_LEASE = timedelta(minutes=2)
 #: A delivery later than this after its message was written moves the heartbeat.
 LATE = timedelta(seconds=1)
 #: At most this many deliveries share one confirming and one recording transaction.
-DELIVERY_BATCH = 250
+DELIVERY_BATCH = 500
 #: A batch the channel sent within this many seconds may grow (up to DELIVERY_BATCH);
 #: a slower one shrinks back to one message, so with a slow channel each message is
 #: confirmed just before and recorded just after its own send. Only the time in

@@ -39,7 +39,7 @@ log = logging.getLogger("relay.turns")
 
 MAX_TURN_ATTEMPTS = 5
 #: At most this many turns share one context read and one commit transaction.
-TURN_BATCH = 250
+TURN_BATCH = 500
 #: A batch whose agents all answered within this many seconds may grow (up to
 #: TURN_BATCH); a slower one shrinks back to a single turn, so with an LLM agent
 #: every turn is committed as soon as its own agent has answered. Only the time in
