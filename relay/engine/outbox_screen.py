@@ -50,7 +50,7 @@ class Handover:
 class Screen:
     relay: Runtime
     #: Whether a channel reads ``Outbound.thread`` (:meth:`Channels.threads`).
-    threads: Callable[[str], bool] = lambda _name: True
+    threads: Callable[[str], bool]
     limits: RateLimits = field(init=False)
     #: When each screened message was written, until its send is recorded.
     written: dict[int, datetime] = field(default_factory=dict)
