@@ -8,24 +8,36 @@ measured in the same run: the import floor
 (``python -c "import typer, sqlalchemy.orm, rich.table"``) and the ``sqlite3`` CLI
 answering the same ``show`` and ``list`` reads on the same file.
 
+relay's own bytecode is compiled first (``compileall``), as ``pip install`` does
+for an installed package and the first run does for an editable one: the floor's
+packages come with theirs, and an environment with ``PYTHONDONTWRITEBYTECODE=1``
+(this machine's) would otherwise have every timed command compile relay's
+modules from source, about 50 ms of each. The floor is also timed with the
+cyclic collector paused (``import_floor_gc_paused_s``), as the ``relay`` command
+pauses it while it loads (``relay/cli/__init__.py``): the fair yardstick for
+relay's own import work.
+
     python bench/cli_latency.py --large 1000000
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import bulk
 from benchlib import emit, machine, throwaway_store
 
 FLOOR = "import typer, sqlalchemy.orm, rich.table"
+FLOOR_GC_PAUSED = f"import gc; gc.disable(); {FLOOR}; gc.freeze(); gc.enable()"
 
 
 def main() -> int:
@@ -39,8 +51,10 @@ def main() -> int:
     with throwaway_store(None) as small, throwaway_store(None) as large:
         figures["small_seed_s"] = seed(small, args.small)
         figures["large_seed_s"] = seed(large, args.large)
+        compile_relay()
         # Interleaved, run by run, so a busy moment hits every figure alike.
-        commands = {"import_floor_s": [sys.executable, "-c", FLOOR]}
+        commands = {"import_floor_s": [sys.executable, "-c", FLOOR],
+                    "import_floor_gc_paused_s": [sys.executable, "-c", FLOOR_GC_PAUSED]}
         for label, bench in (("small", small), ("large", large)):
             commands.update({f"{k}_{label}": v for k, v in commands_for(bench).items()})
         times: dict[str, list[float]] = {k: [] for k in commands}
@@ -53,7 +67,8 @@ def main() -> int:
         figures[f"cli_{name}_s"] = figures[f"cli_{name}_s_large"]
         figures[f"cli_{name}_large_vs_small"] = round(
             figures[f"cli_{name}_s_large"] / figures[f"cli_{name}_s_small"], 2)
-    table = [("import floor", f"{figures['import_floor_s']:.3f} s")]
+    table = [("import floor (plain / collector paused)",
+              f"{figures['import_floor_s']:.3f} / {figures['import_floor_gc_paused_s']:.3f} s")]
     for name in ("list", "status", "show"):
         table.append((f"relay {name} (small / large / ratio)",
                       f"{figures[f'cli_{name}_s_small']:.3f} / {figures[f'cli_{name}_s_large']:.3f}"
@@ -77,6 +92,15 @@ def seed(bench: Any, size: int) -> float:
                heartbeat_at=datetime.now(UTC) + timedelta(days=1), heartbeat_step_ms=10)
     relay.store.dispose()
     return round(time.monotonic() - started, 1)
+
+
+def compile_relay() -> None:
+    """Write relay's ``.pyc`` files, which the timed processes then load."""
+    import relay
+
+    package = Path(relay.__file__).parent
+    if not compileall.compile_dir(str(package), quiet=1):
+        raise SystemExit(f"could not compile {package}")
 
 
 def timed(command: list[str]) -> float:

@@ -24,7 +24,7 @@ from typing import Any
 
 import bulk
 from benchlib import emit, machine, throwaway_store
-from cli_latency import FLOOR, timed
+from cli_latency import FLOOR, compile_relay, timed
 from sqlalchemy import text
 
 OUTCOMES = "CASE seq % 8 WHEN 1 THEN 'completed' WHEN 2 THEN 'ended_early' " \
@@ -109,6 +109,7 @@ def main() -> int:
     with throwaway_store(args.database) as small, throwaway_store(args.database) as large:
         figures["small_seed_s"] = seed(small, args.small)
         figures["large_seed_s"] = seed(large, args.large)
+        compile_relay()
         runs = {"import_floor_s": [sys.executable, "-c", FLOOR]}
         for label, bench in (("small", small), ("large", large)):
             runs.update({f"{k}_{label}": v for k, v in commands(bench).items()})
