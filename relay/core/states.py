@@ -134,6 +134,29 @@ def _build() -> dict[State, dict[Event, State]]:
 TRANSITIONS: Mapping[State, Mapping[Event, State]] = _build()
 
 
+class TurnReason(StrEnum):
+    FIRST_MESSAGE = "first_message"
+    REPLY = "reply"
+    FOLLOW_UP = "follow_up"
+    RESUME = "resume"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The states in which an agent turn is due, and what the turn is for. Every
+#: other live state waits for something else (a reply, a person, a resume).
+#: Here, beside the table, rather than with the turn's data (``relay.core.turns``):
+#: the read commands count due turns and need no more of a turn than this.
+TURN_REASONS: dict[State, TurnReason] = {
+    S.CREATED: TurnReason.FIRST_MESSAGE,
+    S.WAITING_FOR_AGENT: TurnReason.REPLY,
+    S.HEARTBEAT_SCHEDULED: TurnReason.FOLLOW_UP,
+    S.ACTIVE: TurnReason.RESUME,
+}
+TURN_STATES: frozenset[State] = frozenset(TURN_REASONS)
+
+
 def allowed_events(state: State) -> list[Event]:
     """Events accepted in ``state``, in table order (used in refusal messages)."""
     return list(TRANSITIONS[state])
@@ -215,3 +238,5 @@ def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:
 
 
 validate_table(TRANSITIONS)
+if any(s.terminal or s in (S.PAUSED, S.QUEUED) for s in TURN_STATES):
+    raise AssertionError("a turn is due only in a live state that holds the contact's slot")

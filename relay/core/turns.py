@@ -11,39 +11,18 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
 from relay.core.answers import TEXT, AnswerSpec, check_answer
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
-from relay.core.states import State
+
+# Where an agent has always found them; they live with the state table now.
+from relay.core.states import TURN_REASONS as TURN_REASONS
+from relay.core.states import TURN_STATES as TURN_STATES
+from relay.core.states import TurnReason as TurnReason
 from relay.core.values import TodoStatus
-
-
-class TurnReason(StrEnum):
-    FIRST_MESSAGE = "first_message"
-    REPLY = "reply"
-    FOLLOW_UP = "follow_up"
-    RESUME = "resume"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-#: The states in which an agent turn is due, and what the turn is for. Every
-#: other live state waits for something else (a reply, a person, a resume).
-TURN_REASONS: dict[State, TurnReason] = {
-    State.CREATED: TurnReason.FIRST_MESSAGE,
-    State.WAITING_FOR_AGENT: TurnReason.REPLY,
-    State.HEARTBEAT_SCHEDULED: TurnReason.FOLLOW_UP,
-    State.ACTIVE: TurnReason.RESUME,
-}
-TURN_STATES: frozenset[State] = frozenset(TURN_REASONS)
-if any(s.terminal or s in (State.PAUSED, State.QUEUED) for s in TURN_STATES):
-    raise AssertionError("a turn is due only in a live state that holds the contact's slot")
-
 
 #: The longest ``set_state`` key (with its scope prefix) the store holds.
 MAX_STATE_KEY = 255

@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from relay.core.states import TURN_STATES as CORE_TURN_STATES
 from relay.core.states import State
-from relay.core.turns import TURN_STATES as CORE_TURN_STATES
 from relay.core.values import MessageStatus
 from relay.store.tables import instances, messages
 

@@ -16,7 +16,8 @@ from relay.store.migrate import upgrade_url
 
 #: Modules a read command must not load: migrations, the scheduler, HTTP, the
 #: write side of the engine, the ORM's mapped classes (reads run on the Core
-#: tables), the claiming module, agents and channels, Rich's console (for --json).
+#: tables), the claiming module, agents and channels and the turn's data they take,
+#: Rich's console (for --json).
 NOT_FOR_READS = (
     "alembic",
     "apscheduler",
@@ -31,6 +32,7 @@ NOT_FOR_READS = (
     "relay.store.events",
     "relay.store.models",
     "relay.store.claims",
+    "relay.core.turns",
     "relay.agents.base",
     "relay.channels.base",
     "relay.runner.pulse",
