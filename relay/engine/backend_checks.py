@@ -68,15 +68,15 @@ class BackendChecks:
     ) -> None:
         """Refuse what could never work before anything is created (exit 2): unknown
         names, a missing secret, an address the channel cannot reach."""
-        from relay.agents.base import agent_names
-        from relay.channels.base import channel_kinds
+        from relay.agents.base import AGENTS, agent_names
+        from relay.channels.base import CHANNELS, channel_kinds
         from relay.core.windows import parse_window
         from relay.engine.backends import channel_kind, setup_problems
 
-        if agent not in agent_names():
+        if not AGENTS.has(agent):
             raise InvalidInput(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
         kind = channel_kind(self.config, channel)
-        if kind not in channel_kinds():
+        if not CHANNELS.has(kind):
             raise InvalidInput(
                 f"unknown channel {channel!r}: add a [channels.{channel}] section "
                 f"with a type ({', '.join(channel_kinds())})"

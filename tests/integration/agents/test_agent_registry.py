@@ -68,3 +68,22 @@ def test_timeout_defaults_to_a_minute():
 def test_bad_timeouts_are_config_errors(raw):
     with pytest.raises(AgentConfigError, match=r"agent\.timeout"):
         timeout_seconds({"timeout": raw})
+
+
+def test_a_built_in_name_is_known_without_reading_the_entry_points(monkeypatch):
+    """``relay start`` checks its agent and channel by name: a built-in one must not
+    cost the scan of every installed package for entry points."""
+    registry = base.AGENTS
+    monkeypatch.setattr(registry, "_factories", dict(registry._factories))
+    monkeypatch.setattr(registry, "_entry_points_loaded", False)
+    entry = EntryPoint("acme", "relay.agents.scripted:ScriptedAgent.from_settings", "relay.agents")
+    read: list[str | None] = []
+
+    def entry_points(group: str | None = None) -> list[EntryPoint]:
+        read.append(group)
+        return [entry] if group == "relay.agents" else []
+
+    monkeypatch.setattr("importlib.metadata.entry_points", entry_points)
+    assert registry.has("scripted") and read == []
+    assert registry.has("acme") and read == ["relay.agents"]
+    assert not registry.has("nope") and read == ["relay.agents"]
