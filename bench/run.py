@@ -75,7 +75,8 @@ def collect(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "bulk_start_per_s": round(results["import"]["rows"] / results["import"]["import_wall_s"]),
         "stored_large": cli["large"],
     }
-    for key in ("cli_list_s", "cli_status_s", "cli_show_s", "cli_list_large_vs_small",
+    for key in ("import_floor_gc_paused_s", "cli_list_s", "cli_status_s", "cli_show_s",
+                "cli_list_large_vs_small",
                 "cli_status_large_vs_small", "cli_show_large_vs_small",
                 "sqlite3_show_s_large", "sqlite3_list_s_large"):
         found[key] = cli[key]
