@@ -3,7 +3,8 @@
 Agents and channels each keep one :class:`Registry`. Built-ins live in a module
 imported on first use (so a read command never imports httpx or smtplib);
 third-party packages add factories through a Python entry-point group, loaded
-once per process (the lookup costs ~15 ms).
+once per process and only for a name no built-in has (a scan of every installed
+package: about 5 ms a group).
 """
 
 from __future__ import annotations
@@ -54,8 +55,7 @@ class Registry(Generic[F]):
     def has(self, name: str) -> bool:
         """Whether ``name`` is known. The entry points are read only for a name no
         built-in has: a ``relay start`` on a built-in agent and channel skips the
-        lookup (importing ``importlib.metadata`` and scanning every installed
-        package: about 25 ms of the command)."""
+        scan of every installed package (two scans, about 11 ms of the command)."""
         self._load_builtins()
         if name not in self._factories:
             self._load_entry_points()
