@@ -3,8 +3,8 @@
 Agents and channels each keep one :class:`Registry`. Built-ins live in a module
 imported on first use (so a read command never imports httpx or smtplib);
 third-party packages add factories through a Python entry-point group, loaded
-once per process and only for a name no built-in has (a scan of every installed
-package: about 5 ms a group).
+once per process, when a name no built-in has is asked for or every name is
+listed (a scan of every installed package: about 5 ms a group).
 """
 
 from __future__ import annotations
