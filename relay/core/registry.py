@@ -62,7 +62,6 @@ class Registry(Generic[F]):
         return name in self._factories
 
     def get(self, name: str) -> F:
-        factory = self._factories.get(name) if self.has(name) else None
-        if factory is None:
+        if not self.has(name):
             raise ConfigError(f"unknown {self.what} {name!r} (known: {', '.join(self.names())})")
-        return factory
+        return self._factories[name]

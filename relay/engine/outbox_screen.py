@@ -78,7 +78,10 @@ class Screen:
         if not counted:
             self.limits.reset()
         facts = gate.Facts.read(session, batch)
-        threaded = {m.instance_id for m in batch if self.threads(m.channel or "console")}
+        # Asked once per channel, not per message (a channel that cannot be built is
+        # built again at every ask).
+        reads = {name: self.threads(name) for name in {m.channel or "console" for m in batch}}
+        threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
         threads = queries.threads_for(session, [i for i in facts.instances if i in threaded])
         links = unsubscribe.tokens(session, now)
         ready = []

@@ -172,7 +172,9 @@ class DaemonRunner:
                 self.checkpointer.close()
 
     def schedule(self) -> tuple[BlockingScheduler, ThreadPoolExecutor]:
-        """The scheduler with the daemon's jobs, not started yet."""
+        """The scheduler with the daemon's jobs, not started yet. On an SQLite file it
+        also takes the store's checkpoints over (:func:`checkpoints.take_over`), so
+        call it once per daemon."""
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.blocking import BlockingScheduler
 
