@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -84,8 +85,24 @@ def collect(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         found["followups_per_s_pg_1"] = results["pg_1"]["per_second"]
         found["followups_per_s_pg_4"] = results["pg_4"]["per_second"]
         found["pg_4_vs_1"] = round(found["followups_per_s_pg_4"] / found["followups_per_s_pg_1"], 2)
+        found.update(pg_ceiling(results["pg_1"], results["pg_4"]))
     found["machine"] = sqlite["machine"]
     return found
+
+
+def pg_ceiling(one: dict[str, Any], four: dict[str, Any]) -> dict[str, Any]:
+    """The most four daemons could deliver on this machine: every core busy at the
+    CPU per follow-up (daemons' and server's) the four measured, and that over one
+    daemon's rate. One daemon and its server take turns (each statement waits for
+    its answer), so on two cores the ratio cannot pass about 2 whatever relay
+    does; read ``pg_4_vs_1`` against ``pg_4_vs_1_ceiling``, not against 2."""
+    cores = os.cpu_count() or 1
+    per_followup_ms = four["cpu_ms_per_followup"] + four["server_cpu_ms_per_followup"]
+    ceiling = cores / per_followup_ms * 1000
+    return {
+        "pg_4_ceiling_per_s": round(ceiling),
+        "pg_4_vs_1_ceiling": round(ceiling / one["per_second"], 2),
+    }
 
 
 def main() -> int:

@@ -10,10 +10,13 @@ the follow-up is sent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.core.clock import isoformat
@@ -58,6 +61,8 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
     for it to open; abandoning sends nothing, so it never waits. An instance
     whose window cannot be worked out (a time zone or window that is no longer
     valid) goes to a person instead of failing the whole batch every pulse.
+    The plain firings (most of a batch) are written with one statement
+    (:func:`transitions.fire_waiting`); only those exceptions load their rows.
 
     With a ``lease``, each follow-up turn the firing makes due is leased to its
     owner in the same transaction (as :func:`claims.claim_turns` would): a
@@ -69,55 +74,60 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
     log_rows: list[dict[str, Any]] = []
     with relay.store.transaction() as session:
         now = relay.now()
-        due = claims.due_heartbeats(session, now, limit)
-        for instance in due:
-            if instance.follow_up_count >= instance.max_followups:
-                _abandon(session, instance, now)
-                report.abandoned += 1
-            elif _held_for_window(session, instance, relay, now, report):
-                continue
+        firing: list[tuple[str, int, str]] = []
+        others: dict[str, _Handler] = {}
+        for row in claims.due_heartbeats(session, now, limit):
+            handler = _exception(session, row, relay, now)
+            if handler is None:
+                reason = f"follow-up {row.follow_up_count + 1} of {row.max_followups}"
+                firing.append((row.id, row.version, reason))
             else:
-                _fire(session, instance, now, log_rows)
-                report.fired += 1
-                if lease is not None:
-                    report.claimed.append(
-                        claims.lease_turn(instance, lease.owner, now + lease.length)
-                    )
-        locked_rows.write(session, due)
+                others[row.id] = handler
+        leasing = None if lease is None else (lease.owner, now + lease.length)
+        claimed = transitions.fire_waiting(
+            session, firing, now=now, actor=ACTOR, lease=leasing, log_rows=log_rows
+        )
+        report.fired = len(firing)
+        if lease is not None:
+            report.claimed = claimed
+        _settle(session, others, report)
         transitions.write_log(session, log_rows)
     return report
 
 
-def _fire(
-    session: Session, instance: InstanceFields, now: datetime, log_rows: list[dict[str, Any]]
-) -> None:
-    transitions.apply_event(
-        session,
-        instance,
-        Event.HEARTBEAT_FIRES,
-        now=now,
-        actor=ACTOR,
-        reason=f"follow-up {instance.follow_up_count + 1} of {instance.max_followups}",
-        log_rows=log_rows,
-    )
+#: What to do with a due heartbeat that is not a plain firing, given its locked row.
+_Handler: TypeAlias = Callable[[Session, InstanceFields, HeartbeatReport], None]
 
 
-def _held_for_window(
-    session: Session,
-    instance: InstanceFields,
-    relay: Runtime,
-    now: datetime,
-    report: HeartbeatReport,
-) -> bool:
-    """Whether the follow-up waits (for its sending window to open, or for a person
-    when the window cannot be worked out) instead of firing now."""
+def _exception(session: Session, row: Row[Any], relay: Runtime, now: datetime) -> _Handler | None:
+    """How a due heartbeat is handled if it does not simply fire: abandoned at the
+    limit, held for its sending window, or given to a person when that window
+    cannot be worked out. None: it fires."""
+    if row.follow_up_count >= row.max_followups:
+        return partial(_abandon, now=now)
     try:
-        opens = policy.next_window_open(session, instance, relay.config, now)
+        opens = policy.next_window_open(session, row, relay.config, now)
     except InvalidInput as exc:
-        _stuck(session, instance, now, exc.message)
-        return True
+        return partial(_stuck, now=now, why=exc.message)
     if opens <= now:
-        return False
+        return None
+    return partial(_hold, opens=opens)
+
+
+def _settle(session: Session, others: dict[str, _Handler], report: HeartbeatReport) -> None:
+    """Load the rows of the heartbeats that do not simply fire, and handle each."""
+    if not others:
+        return
+    locked = claims.lock_instances(session, list(others))
+    for instance_id, handle in others.items():
+        handle(session, locked[instance_id], report)
+    locked_rows.write(session, locked.values())
+
+
+def _hold(
+    _session: Session, instance: InstanceFields, report: HeartbeatReport, *, opens: datetime
+) -> None:
+    """The follow-up waits for the contact's sending window to open."""
     instance.next_heartbeat_at = opens
     report.deferred += 1
     log.info(
@@ -126,10 +136,11 @@ def _held_for_window(
         isoformat(opens),
         extra={"instance_id": instance.id},
     )
-    return True
 
 
-def _abandon(session: Session, instance: InstanceFields, now: datetime) -> None:
+def _abandon(
+    session: Session, instance: InstanceFields, report: HeartbeatReport, *, now: datetime
+) -> None:
     transitions.apply_event(session, instance, Event.HEARTBEAT_FIRES, now=now, actor=ACTOR)
     transitions.apply_event(
         session,
@@ -139,10 +150,18 @@ def _abandon(session: Session, instance: InstanceFields, now: datetime) -> None:
         actor=ACTOR,
         reason=f"no reply after {instance.follow_up_count} follow-up(s)",
     )
+    report.abandoned += 1
     log.info("instance %s abandoned", instance.id, extra={"instance_id": instance.id})
 
 
-def _stuck(session: Session, instance: InstanceFields, now: datetime, why: str) -> None:
+def _stuck(
+    session: Session,
+    instance: InstanceFields,
+    _report: HeartbeatReport,
+    *,
+    now: datetime,
+    why: str,
+) -> None:
     log.error(
         "instance %s: cannot send its follow-up: %s",
         instance.id,

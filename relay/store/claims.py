@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
@@ -27,8 +27,11 @@ from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
 from relay.store.models import Instance, Message
 from relay.store.prepared import dialect_of, per_dialect
 
+if TYPE_CHECKING:
+    from relay.store.prepared import AnySelect
 
-def _skip_locked(dialect: str, query: Select[Any]) -> Select[Any]:
+
+def _skip_locked(dialect: str, query: AnySelect) -> AnySelect:
     if dialect == "postgresql":
         return query.with_for_update(skip_locked=True)
     return query
@@ -137,17 +140,26 @@ def _lock_messages(dialect: str) -> Select[Any]:
     )
 
 
-def due_heartbeats(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
-    """Instances waiting for a reply whose heartbeat is due, earliest first, locked,
-    as plain rows: the caller writes them (:func:`locked_rows.write`)."""
+def due_heartbeats(session: Session, now: datetime, limit: int) -> prepared.Rows:
+    """Instances waiting for a reply whose heartbeat is due, earliest first, locked:
+    what deciding each firing reads (id, version, follow-ups sent and allowed,
+    sending window, contact). The firings themselves are written for the whole
+    batch at once (:func:`relay.engine.transitions.fire_waiting`)."""
     query = _due_heartbeats(dialect_of(session))
-    return locked_rows.rows(session, InstanceRow, query, {"now": now, "limit": limit})
+    return prepared.run(session, query, {"now": now, "limit": limit})
 
 
 @per_dialect
-def _due_heartbeats(dialect: str) -> Select[Any]:
+def _due_heartbeats(dialect: str) -> AnySelect:
     query = (
-        locked_rows.selecting(InstanceRow)
+        select(
+            Instance.id,
+            Instance.version,
+            Instance.follow_up_count,
+            Instance.max_followups,
+            Instance.window,
+            Instance.contact_id,
+        )
         .where(*heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(bindparam("limit"))

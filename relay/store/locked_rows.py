@@ -4,11 +4,13 @@ statement per shape of change.
 The ORM's unit of work costs more per row than the rest of what a follow-up
 does in Python: loading a row into the identity map, the instrumented
 attribute sets and the flush that collects them came to about a quarter of a
-follow-up's time (``docs/performance.md``). The hot path (a pulse's heartbeat
-firings, turn claims, turn commits and outbox claims) therefore locks its
-instances and messages as :class:`InstanceRow` and :class:`MessageRow`: plain
-attributes and a copy of what was read. :func:`write` sends what changed as
-one ``executemany`` UPDATE per table and set of changed columns.
+follow-up's time (``docs/performance.md``). The hot path (a pulse's turn
+claims, turn commits and outbox claims) therefore locks its instances and
+messages as :class:`InstanceRow` and :class:`MessageRow`: plain attributes and
+a copy of what was read. :func:`write` sends what changed as one
+``executemany`` UPDATE per table and set of changed columns. A batch that one
+event moves the same way (a pulse's heartbeat firings) reads no row at all:
+:func:`move_instances` writes it with one UPDATE.
 
 The state machine and the delivery gate take either kind
 (:data:`InstanceFields`, :data:`MessageFields`), so there is one copy of each.
@@ -22,14 +24,16 @@ Two rules keep a plain row honest, since no session tracks it:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 
-from sqlalchemy import Column, Select, Table, select
+from sqlalchemy import Column, Select, Table, Update, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from relay.store import fast_writes, prepared, tables
+from relay.store.among import among_param, values_param
+from relay.store.database import affected
 
 if TYPE_CHECKING:
     from relay.store.models import Instance, Message
@@ -159,8 +163,8 @@ def rows(session: Session, kind: type[R], query: Select[Any], params: Mapping[st
 
 def write(session: Session, changed: Iterable[object]) -> None:
     """Write what changed on plain rows: one ``executemany`` per table and set of
-    changed columns (a batch of firings changes the same columns of every row:
-    one statement). ORM objects among them are left to the session's flush."""
+    changed columns (a batch of turn claims changes the same columns of every
+    row: one statement). ORM objects among them are left to the session's flush."""
     shapes: dict[tuple[Table, tuple[str, ...]], list[dict[str, Any]]] = {}
     for row in changed:
         if not isinstance(row, PlainRow):
@@ -172,6 +176,35 @@ def write(session: Session, changed: Iterable[object]) -> None:
             shapes.setdefault(shape, []).append(changes)
     for (table, keys), params in shapes.items():
         fast_writes.update_by_id(session, table, keys, params)
+
+
+def move_instances(session: Session, instance_ids: Sequence[str], values: Mapping[str, Any]) -> int:
+    """Give several locked instances the same ``values`` and a new version each, with
+    one UPDATE: a batch that one event moves the same way (a pulse's heartbeat
+    firings, :func:`relay.engine.transitions.fire_waiting`) needs no row read,
+    compared and written back per instance. The number of rows updated."""
+    if not instance_ids:
+        return 0
+    dialect = prepared.dialect_of(session)
+    statement = _moving(dialect, tuple(sorted(values)))
+    params = {f"set_{key}": value for key, value in values.items()}
+    params["ids"] = values_param(dialect, instance_ids)
+    if session.autoflush:
+        session.flush()
+    return affected(session.connection().execute(statement, params))
+
+
+@prepared.per_dialect
+def _moving(dialect: str, keys: tuple[str, ...]) -> Update:
+    columns = tables.instances.c
+    return (
+        update(tables.instances)
+        .where(among_param(dialect, columns.id, "ids"))
+        .values(
+            version=columns.version + 1,
+            **{key: bindparam(f"set_{key}", type_=columns[key].type) for key in keys},
+        )
+    )
 
 
 def write_now(session: Session, row: object) -> None:
