@@ -160,7 +160,7 @@ class Stages:
         ("turn contexts (bulk read)", "relay.engine.turns", None, "read_contexts"),
         ("agent calls (scripted)", "relay.engine.turns", "TurnRunner", "_call_agent"),
         ("turn commits (batched)", "relay.engine.turn_commit", "TurnCommitter", "commit_many"),
-        ("outbox claim + screen", "relay.engine.outbox", "Dispatcher", "_screen"),
+        ("outbox screen (new rows)", "relay.engine.outbox", "Dispatcher", "screen_new"),
         ("outbox confirm before send", "relay.engine.outbox", "Dispatcher", "_confirm"),
         ("channel send (console, all)", "relay.channels.console", "ConsoleChannel", "_send_many"),
         ("  of which os.fsync", "relay.channels.console", "os", "fsync"),
