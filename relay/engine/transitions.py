@@ -140,12 +140,13 @@ def fire_waiting(
 
     That event changes every waiting row the same way (:func:`_move`: the state, a
     new version, the time, the heartbeat cleared, no lease and no attempts; the
-    slot, the pause bookkeeping and the funnel's facts stay as they were), so
-    nothing needs working out row by row, and a batch of 500 firings costs one
-    statement instead of a row object, a state-machine step and a row write
-    each. ``tests/integration/engine/test_batch_firing.py`` holds the statement to
-    what :func:`apply_event` does. With a ``lease`` (owner, expiry) each follow-up
-    turn is leased in the same statement, as :func:`claims.lease_turn` would.
+    outcome still undecided; the slot, the pause bookkeeping and the other
+    funnel facts as they were), so nothing needs working out row by row, and a
+    batch of 500 firings costs one statement instead of a row object, a
+    state-machine step and a row write each.
+    ``tests/integration/engine/test_batch_firing.py`` holds the statement to what
+    :func:`apply_event` does. With a ``lease`` (owner, expiry) each follow-up turn
+    is leased in the same statement, as :func:`claims.lease_turn` would.
     """
     current = State.WAITING_FOR_REPLY
     target = next_state(current, Event.HEARTBEAT_FIRES)
