@@ -56,6 +56,9 @@ from sqlalchemy import update
 
 from relay.store.tables import instances
 
+#: Seconds without a follow-up sent after which a run is given up.
+STALL_SECONDS = 30.0
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -152,11 +155,19 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     cpu_before["daemons"] = sum(cpu_seconds(d.pid) for d in daemons)
     started = time.monotonic()
 
+    progress = {"sent": -1, "at": time.monotonic()}
+
     def done() -> bool:
         for index, daemon in enumerate(daemons):
             peaks[index] = max(peaks[index], peak_rss_mb(daemon.pid))
         sent = reader.scalar(
             "SELECT count(*) FROM messages WHERE id > ? AND status = 'sent'", first_id)
+        # A daemon whose every pulse fails stays up: stop at once, not at the timeout.
+        if sent != progress["sent"]:
+            progress.update(sent=sent, at=time.monotonic())
+        elif time.monotonic() - progress["at"] > STALL_SECONDS:
+            raise SystemExit(f"nothing sent for {STALL_SECONDS:.0f}s ({sent} of {args.due}); "
+                             f"{last_error(bench.folder)}")
         return sent >= args.due
 
     measured, codes = _work(daemons, done, args, cpu_before, started,
@@ -169,6 +180,14 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     if relay.store.dialect == "sqlite" and not args.no_reference:
         figures.update(_references(bench.url, args.due))
     return figures
+
+
+def last_error(folder: Any) -> str:
+    """The last error line the daemons logged, to say why a run stalled."""
+    errors = [line for log in sorted(folder.glob("d*/daemon.log"))
+              for line in log.read_text(errors="replace").splitlines()
+              if '"level": "error"' in line]
+    return f"the daemons' last error: {errors[-1]}" if errors else "the daemons logged no error"
 
 
 def _work(daemons: list[Any], done: Any, args: argparse.Namespace, cpu_before: dict[str, float],
