@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.orm import Session
 
@@ -138,33 +138,56 @@ def fire_waiting(
     given as (id, version, reason): one UPDATE for them all, then each one's
     transition-log row, event and log line. Returns the (id, new version) pairs.
 
-    That event changes every waiting row the same way (:func:`_move`: the state, a
-    new version, the time, the heartbeat cleared, no lease and no attempts; the
-    outcome still undecided; the slot, the pause bookkeeping and the other
-    funnel facts as they were), so nothing needs working out row by row, and a
-    batch of 500 firings costs one statement instead of a row object, a
-    state-machine step and a row write each.
-    ``tests/integration/engine/test_batch_firing.py`` holds the statement to what
-    :func:`apply_event` does. With a ``lease`` (owner, expiry) each follow-up turn
-    is leased in the same statement, as :func:`claims.lease_turn` would.
+    That event changes every waiting row the same way, so what it assigns is
+    worked out once, by the same steps :func:`apply_event` takes, on a stand-in
+    for any of the rows (:class:`_AnyRow`), and written to all of them: a batch
+    of 500 firings costs one statement instead of a row object, a state-machine
+    step and a row write each. Both states hold the contact's slot, so no slot
+    changes. With a ``lease`` (owner, expiry) each follow-up turn is leased in
+    the same statement, as :func:`claims.lease_turn` leases one.
+    ``tests/integration/engine/test_batch_firing.py`` compares the rows with
+    what :func:`apply_event` leaves.
     """
+    event = Event.HEARTBEAT_FIRES
     current = State.WAITING_FOR_REPLY
-    target = next_state(current, Event.HEARTBEAT_FIRES)
-    owner, expires = lease if lease is not None else (None, None)
-    values = {
-        "state": target.value,
-        "updated_at": now,
-        "next_heartbeat_at": None,
-        "lease_owner": owner,
-        "lease_expires_at": expires,
-        "turn_attempts": 0 if lease is None else 1,
-        "outcome": outcome_of(target, None),
-    }
+    target = next_state(current, event)
+    row = _AnyRow()
+    any_row = cast("InstanceFields", row)
+    _move(session, any_row, current, target, event, now)
+    _keep_funnel_facts(session, any_row, event, target, None)
+    _end(any_row, target, event, None, now)
+    if lease is not None:
+        claims.lease_turn(any_row, *lease)
+    values = {key: value for key, value in row.assigned.items() if key != "version"}
     locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
-    step = (current, target, Event.HEARTBEAT_FIRES)
+    step = (current, target, event)
     for instance_id, _, reason in waiting:
         _record(session, instance_id, step, actor, reason, now, log_rows)
     return [(instance_id, version + 1) for instance_id, version, _ in waiting]
+
+
+class _AnyRow:
+    """Stands for every row of a batch that one event moves: it records what the
+    transition assigns, and reads no column but the two the statement handles
+    row by row (the id it matches, the version it bumps). A transition that
+    read any other column would differ from row to row, so it raises here
+    rather than being written alike to all of them."""
+
+    _PER_ROW: dict[str, Any] = {"id": None, "version": 0}
+
+    def __init__(self) -> None:
+        self.__dict__["assigned"] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        assigned = self.__dict__["assigned"]
+        if name in assigned:
+            return assigned[name]
+        if name in self._PER_ROW:
+            return self._PER_ROW[name]
+        raise AttributeError(f"a batch transition cannot read each row's {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__["assigned"][name] = value
 
 
 def _record(

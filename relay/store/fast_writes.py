@@ -60,6 +60,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from relay.store import prepared
+
 #: The parameter an UPDATE by id takes its row's id from.
 ID_KEY = "_id"
 #: Shapes kept per dialect before the cache starts over (a batch has a few dozen).
@@ -109,9 +111,7 @@ def _run(
     keys: tuple[str, ...],
     rows: Sequence[Mapping[str, Any]],
 ) -> int:
-    if session.autoflush:
-        session.flush()
-    connection = session.connection()
+    connection = prepared.connection(session)
     shape = shape_of(connection.dialect, kind, table, keys)
     if shape.rowwise is not None and len({row.get(ID_KEY) for row in rows}) < len(rows):
         shape = shape.rowwise

@@ -189,9 +189,7 @@ def move_instances(session: Session, instance_ids: Sequence[str], values: Mappin
     statement = _moving(dialect, tuple(sorted(values)))
     params = {f"set_{key}": value for key, value in values.items()}
     params["ids"] = values_param(dialect, instance_ids)
-    if session.autoflush:
-        session.flush()
-    return affected(session.connection().execute(statement, params))
+    return affected(prepared.connection(session).execute(statement, params))
 
 
 @prepared.per_dialect

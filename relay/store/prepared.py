@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
-from sqlalchemy import Executable, Row, Select
+from sqlalchemy import Connection, Executable, Row, Select
 from sqlalchemy.orm import Session
 
 from relay.store.among import values_param
@@ -49,12 +49,18 @@ def dialect_of(session: Session) -> str:
     return session.get_bind().dialect.name
 
 
+def connection(session: Session) -> Connection:
+    """The session's connection, for a statement run below the ORM, with the
+    session's pending ORM changes flushed first, as ``session.execute`` would."""
+    if session.autoflush:
+        session.flush()
+    return session.connection()
+
+
 def run(session: Session, statement: Executable, params: Mapping[str, Any]) -> Rows:
     """Execute a built statement in the session's transaction; its rows fetched at
     once (one driver call, not one per row as iterating the result does)."""
-    if session.autoflush:
-        session.flush()
-    return session.connection().execute(statement, params).all()
+    return connection(session).execute(statement, params).all()
 
 
 def batch(

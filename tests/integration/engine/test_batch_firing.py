@@ -125,3 +125,15 @@ def test_only_the_exceptions_take_the_row_by_row_way(engine: Harness) -> None:
     assert (report.fired, report.abandoned) == (1, 1)
     assert engine.state(first) == "ABANDONED"
     assert engine.state(second) == "HEARTBEAT_SCHEDULED"
+
+
+def test_the_stand_in_row_refuses_what_differs_from_row_to_row() -> None:
+    """What a batch writes alike to every row is worked out on a stand-in that
+    answers only for the id and the version: a transition reading any other
+    column of its row could not be one statement, and must fail, not guess."""
+    row = transitions._AnyRow()
+    row.turn_attempts = 0
+    row.version += 1
+    assert row.assigned == {"turn_attempts": 0, "version": 1}
+    with pytest.raises(AttributeError, match="heartbeat_seconds"):
+        _ = row.heartbeat_seconds
