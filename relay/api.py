@@ -190,12 +190,15 @@ class Relay(service.Relay):
         return Pulse(self, owner=who).run(poll=poll)
 
     def deliver(self, message_id: int) -> MessageView:
-        """Try to deliver one queued message now; it stays queued if it cannot go."""
+        """Try to deliver one queued message now, after what of its conversation is
+        due before it (a conversation's messages go in order); it stays queued if it
+        cannot go."""
         from relay.engine import operations
         from relay.engine.backends import Channels
         from relay.engine.outbox import Dispatcher
 
-        Dispatcher(self, Channels(self)).deliver_due(1, message_id=message_id)
+        batch = self.config.settings.daemon.batch
+        Dispatcher(self, Channels(self)).deliver_due(batch, message_id=message_id)
         with self.store.read_transaction() as session:
             return operations.message_view(session, message_id)
 

@@ -11,7 +11,7 @@ transaction that holds the locked outbox row.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -22,7 +22,7 @@ from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
 from relay.core.values import MessageStatus
 from relay.engine import events, gate, inbound, transitions
-from relay.store import claims
+from relay.store import claims, locked_rows
 from relay.store.locked_rows import MessageFields
 from relay.store.models import Contact, Message
 
@@ -197,3 +197,24 @@ def rule_out(message: MessageFields, ruling: gate.Ruling, report: DeliveryReport
     else:
         report.cancelled += 1
     log.info("message %s not sent: %s", message.id, ruling.verdict.value)
+
+
+def put_back(
+    session: Session, message_ids: Sequence[int], attempts: Mapping[int, int], now: datetime
+) -> int:
+    """Return claimed messages unsent to the outbox, due now, their attempt not
+    counted; how many. They were behind a message of their conversation that
+    failed in the same batch, or that another worker took over: they go after it
+    (a claim takes no message while an earlier one of its conversation is backing
+    off or being sent). A row another worker has taken over meanwhile (its attempt
+    differs) is left to it."""
+    locked = claims.lock_messages(session, list(message_ids))
+    ours = [
+        row
+        for row in locked.values()
+        if row.status == MessageStatus.SENDING.value and row.attempts == attempts[row.id]
+    ]
+    for row in ours:
+        claims.unlease_outbox_row(vars(row), now)
+    locked_rows.write(session, ours)
+    return len(ours)

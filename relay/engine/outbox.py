@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound, batch_sender
-from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.engine import delivery_outcomes, events, gate
 from relay.engine.backends import Channels
@@ -37,8 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("relay.outbox")
 
 SEND_LEASE = timedelta(minutes=2)
-#: A delivery later than this after its message was written moves the heartbeat.
-LATE = timedelta(seconds=1)
 #: At most this many deliveries share one confirming and one recording transaction.
 DELIVERY_BATCH = 500
 #: A batch the channel sent within this many seconds may grow (up to DELIVERY_BATCH);
@@ -85,6 +82,10 @@ class Dispatcher:
         self._channel_seconds = 0.0
         # What turn commits leased to this dispatcher, screened, not yet sent.
         self._handed: list[Handover] = []
+        # Conversations of the batch being sent whose message failed or was taken
+        # over by another worker: the rest of their messages in the batch go back
+        # to the outbox, to follow that one (see _not_behind).
+        self._stalled: set[str] = set()
 
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
@@ -169,6 +170,7 @@ class Dispatcher:
         for the ``fresh`` messages of the first group, while ``fresh_until``) and
         recorded together just after. The groups grow while the channel is fast and
         drop back to one message when it is slow."""
+        self._stalled.clear()
         position = 0
         while position < len(ready):
             group = ready[position : position + self.group_size]
@@ -215,12 +217,31 @@ class Dispatcher:
                 pending = self._confirm(pending, claimed, report)
                 confirmed_at = self.relay.now()
                 continue
+            pending = self._not_behind(pending, claimed, report)
+            if not pending:
+                break
             run = self._next_run(pending)
             del pending[: len(run)]
             started = self.timer()
             sent.extend(self._deliver_run(run, claimed, report))
             self._channel_seconds += self.timer() - started
         self._sent(sent, report)
+
+    def _not_behind(
+        self, pending: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
+    ) -> list[tuple[Outbound, str]]:
+        """``pending`` less the messages of stalled conversations, which go back to
+        the outbox (:func:`delivery_outcomes.put_back`), counted as held."""
+        if not self._stalled:
+            return pending
+        behind = [o.message_id for o, _ in pending if o.instance_id in self._stalled]
+        if not behind:
+            return pending
+        with self.relay.store.transaction() as session:
+            report.held += delivery_outcomes.put_back(session, behind, claimed, self.relay.now())
+        for message_id in behind:
+            self.screen.forget(message_id)
+        return [item for item in pending if item[0].instance_id not in self._stalled]
 
     def _next_run(self, pending: list[tuple[Outbound, str]]) -> list[tuple[Outbound, str]]:
         """The messages to hand over in one call: the leading run on one channel
@@ -297,6 +318,8 @@ class Dispatcher:
                     or message.attempts != claimed[outbound.message_id]
                 ):
                     log.info("message %s was taken over by another worker", outbound.message_id)
+                    if outbound.instance_id:
+                        self._stalled.add(outbound.instance_id)
                     continue
                 ruling = gate.rule(message, facts)
                 if ruling.verdict is not gate.Verdict.GO:
@@ -328,8 +351,9 @@ class Dispatcher:
             outbox_rows.record_sent(
                 session, [(done.outbound.message_id, done.provider_id, done.at) for done in sent]
             )
-            self._move_heartbeats(session, sent)
-            funnel.record_first_deliveries(session, self._first_deliveries(sent))
+            delivered = [(done.outbound, done.at) for done in sent]
+            self.screen.move_heartbeats(session, delivered)
+            funnel.record_first_deliveries(session, self.screen.first_deliveries(delivered))
             for done in sent:
                 data = {"message_id": done.outbound.message_id, "channel": done.channel}
                 events.record(session, events.Kind.SENT, done.outbound.instance_id, data, done.at)
@@ -344,36 +368,12 @@ class Dispatcher:
             )
         report.sent += len(sent)
 
-    def _first_deliveries(self, sent: list[_Sent]) -> dict[str, datetime]:
-        firsts: dict[str, datetime] = {}
-        for done in sent:
-            if done.outbound.message_id in self.screen.firsts and done.outbound.instance_id:
-                self.screen.firsts.discard(done.outbound.message_id)
-                firsts.setdefault(done.outbound.instance_id, done.at)
-        return firsts
-
-    def _move_heartbeats(self, session: Session, sent: list[_Sent]) -> None:
-        """A follow-up's countdown runs from its delivery, not from the decision: a
-        message held for hours by a rate limit must not leave the contact hours less
-        to answer it."""
-        late = {}
-        for done in sent:
-            written = self.screen.written.pop(done.outbound.message_id, None)
-            if written is not None and done.outbound.instance_id and done.at - written > LATE:
-                late[done.outbound.instance_id] = done.at - written
-        for instance_id, delay in late.items():
-            instance = claims.lock_instance(session, instance_id)
-            if (
-                instance is not None
-                and instance.state == State.WAITING_FOR_REPLY.value
-                and instance.next_heartbeat_at is not None
-            ):
-                instance.next_heartbeat_at += delay
-
     def _failed(
         self, outbound: Outbound, attempt: int, failure: Failure, *, report: DeliveryReport
     ) -> None:
         self.screen.forget(outbound.message_id)
+        if outbound.instance_id:
+            self._stalled.add(outbound.instance_id)
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None

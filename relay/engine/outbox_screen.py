@@ -11,19 +11,19 @@ late delivery moves the heartbeat) and whether it is its conversation's first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import ContentTemplate, Outbound
-from relay.core.values import MessageStatus
+from relay.core.states import State
 from relay.engine import delivery_outcomes, gate, unsubscribe
 from relay.engine.delivery_outcomes import DeliveryReport
 from relay.engine.rates import RateLimits
-from relay.store import queries
+from relay.store import claims, queries
 from relay.store.locked_rows import MessageFields, MessageRow
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 #: A message the channel is to be handed, and the channel's name.
 Ready = tuple[Outbound, str]
+#: A delivery later than this after its message was written moves the heartbeat.
+LATE = timedelta(seconds=1)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class Screen:
         threads = queries.threads_for(session, [i for i in facts.instances if i in threaded])
         links = unsubscribe.tokens(session, now)
         ready = []
+        # Conversations with a message held here: their later ones in the batch
+        # wait too (due at once, a claim takes them after the held one).
+        held: set[str | None] = set()
         for message in batch:
             ruling = gate.rule(message, facts)
             if ruling.verdict is not gate.Verdict.GO:
@@ -93,11 +98,9 @@ class Screen:
             channel = message.channel or "console"
             later = gate.window_opens(message, facts, self.relay.config, now)
             later = later or self.limits.hold_until(session, channel, now)
-            if later is not None:
-                message.status = MessageStatus.QUEUED.value
-                message.attempts -= 1
-                message.next_attempt_at = later
-                message.lease_owner = None
+            if later is not None or message.instance_id in held:
+                claims.unlease_outbox_row(vars(message), later or now)
+                held.add(message.instance_id)
                 report.held += 1
                 continue
             self.limits.count(channel)
@@ -107,6 +110,33 @@ class Screen:
             if instance is not None and instance.first_delivered_at is None:
                 self.firsts.add(message.id)
         return ready
+
+    def move_heartbeats(self, session: Session, sent: Iterable[tuple[Outbound, datetime]]) -> None:
+        """A follow-up's countdown runs from its delivery, not from the decision: a
+        message held for hours by a rate limit must not leave the contact hours less
+        to answer it. ``sent``: what was delivered, and when."""
+        late = {}
+        for outbound, at in sent:
+            written = self.written.pop(outbound.message_id, None)
+            if written is not None and outbound.instance_id and at - written > LATE:
+                late[outbound.instance_id] = at - written
+        for instance_id, delay in late.items():
+            instance = claims.lock_instance(session, instance_id)
+            if (
+                instance is not None
+                and instance.state == State.WAITING_FOR_REPLY.value
+                and instance.next_heartbeat_at is not None
+            ):
+                instance.next_heartbeat_at += delay
+
+    def first_deliveries(self, sent: Iterable[tuple[Outbound, datetime]]) -> dict[str, datetime]:
+        """The conversations whose first delivery is among ``sent``, and its time."""
+        firsts: dict[str, datetime] = {}
+        for outbound, at in sent:
+            if outbound.message_id in self.firsts and outbound.instance_id:
+                self.firsts.discard(outbound.message_id)
+                firsts.setdefault(outbound.instance_id, at)
+        return firsts
 
     def forget(self, message_id: int) -> None:
         """The message failed: no record of its send will ask."""

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, bindparam, exists, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import State
@@ -189,15 +189,20 @@ def claim_outbox(
 ) -> list[MessageRow]:
     """Lease due outbound messages: ``queued`` ones whose time has come, and
     ``sending`` ones whose sender died (their lease ran out). Each is marked
-    ``sending`` with one more attempt before the channel is called.
+    ``sending`` with one more attempt before the channel is called. With
+    ``message_id``, that message and the due ones of its conversation before it;
+    with ``instance_id``, that conversation's.
 
     A conversation's messages go in the order they were written: one waits
     while an earlier one of its conversation is undelivered and not due (held,
     backing off, or being sent by a live worker); due ones go together, in order.
     """
-    query = _due_outbox(dialect_of(session), message_id is not None, instance_id is not None)
+    dialect = dialect_of(session)
+    query = _due_outbox(dialect, message_id is not None, instance_id is not None)
     params = {"now": now, "limit": limit, "message_id": message_id, "instance_id": instance_id}
     rows = locked_rows.rows(session, MessageRow, query, params)
+    if dialect == "postgresql":
+        rows = _behind_none_skipped(session, rows)
     for message in rows:
         lease_outbox_row(vars(message), now + lease, owner)
     locked_rows.write(session, rows)
@@ -215,6 +220,15 @@ def lease_outbox_row(
     values["lease_owner"] = owner
 
 
+def unlease_outbox_row(values: MutableMapping[str, Any], due: datetime | None) -> None:
+    """Undo :func:`lease_outbox_row` on a row that did not go: ``queued`` again, due
+    at ``due`` (None: when released), its attempt not counted."""
+    values["status"] = MessageStatus.QUEUED.value
+    values["attempts"] -= 1
+    values["next_attempt_at"] = due
+    values["lease_owner"] = None
+
+
 @per_dialect
 def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[Any]:
     earlier = aliased(Message)
@@ -230,10 +244,48 @@ def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[A
         ),
     )
     if one_message:
-        query = query.where(Message.id == bindparam("message_id"))
+        # The message and what of its conversation is due before it: were the
+        # earlier ones left to a later claim, this one would overtake them.
+        target = aliased(Message)
+        message_id: Any = bindparam("message_id")
+        conversation = select(target.instance_id).where(target.id == message_id).scalar_subquery()
+        query = query.where(
+            or_(
+                Message.id == message_id,
+                and_(Message.id < message_id, Message.instance_id == conversation),
+            )
+        )
     if one_instance:
         query = query.where(Message.instance_id == bindparam("instance_id"))
     return _skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
+
+
+def _behind_none_skipped(session: Session, rows: list[MessageRow]) -> list[MessageRow]:
+    """The claimed rows less those behind a message of their conversation that is
+    still in the outbox and not among them (PostgreSQL).
+
+    ``SKIP LOCKED`` passes over a row another claim has just locked, which to this
+    claim still looks due, so the claim's own test lets the next message of that
+    conversation through: two daemons would then send one conversation's messages
+    side by side, the later one possibly first. Read after the locks are taken, an
+    earlier message outside the claim is either still being claimed elsewhere,
+    ``sending``, or due and left out: in every case the later ones wait for it, and
+    stay ``queued`` (this transaction only holds their locks until it ends)."""
+    owners = {row.instance_id for row in rows if row.instance_id is not None}
+    if not owners:
+        return rows
+    first_outside = dict(
+        session.execute(
+            select(Message.instance_id, func.min(Message.id))
+            .where(
+                Message.instance_id.in_(owners),
+                Message.status.in_(OUTBOX_PENDING),
+                Message.id.not_in([row.id for row in rows]),
+            )
+            .group_by(Message.instance_id)
+        ).all()
+    )
+    return [row for row in rows if row.id < first_outside.get(row.instance_id, row.id + 1)]
 
 
 def release_claims_of(session: Session, owners: list[str], now: datetime) -> tuple[int, int]:
