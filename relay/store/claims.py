@@ -202,7 +202,7 @@ def claim_outbox(
     params = {"now": now, "limit": limit, "message_id": message_id, "instance_id": instance_id}
     rows = locked_rows.rows(session, MessageRow, query, params)
     if dialect == "postgresql":
-        rows = _behind_none_skipped(session, rows)
+        rows = _without_overtakers(session, rows)
     for message in rows:
         lease_outbox_row(vars(message), now + lease, owner)
     locked_rows.write(session, rows)
@@ -260,7 +260,7 @@ def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[A
     return _skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
 
 
-def _behind_none_skipped(session: Session, rows: list[MessageRow]) -> list[MessageRow]:
+def _without_overtakers(session: Session, rows: list[MessageRow]) -> list[MessageRow]:
     """The claimed rows less those behind a message of their conversation that is
     still in the outbox and not among them (PostgreSQL).
 
