@@ -34,14 +34,19 @@ def _sent_order(channel: RecordingChannel) -> list[int]:
     return [attempt.message_id for attempt in channel.attempts]
 
 
+def _started(relay: Relay, *notes: str) -> tuple[str, list[Any]]:
+    """A conversation whose first message went, and operator notes queued after it."""
+    iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id
+    return iid, [relay.send(iid, text) for text in notes]
+
+
 def test_a_message_sent_now_goes_after_what_its_conversation_has_due_before_it(
     tmp_path: Path, db_url: str, clock: Any, relay_channel: RecordingChannel
 ) -> None:
     """An operator's note sent at once used to overtake an earlier message of its
     conversation that was due again (here: its daemon died while sending it)."""
     with _open(tmp_path, db_url, clock) as relay:
-        iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id
-        earlier = relay.send(iid, "A first note")
+        iid, [earlier] = _started(relay, "A first note")
         with relay.store.transaction() as session:  # a daemon claims it, then dies
             claims.claim_outbox(session, relay.now(), LEASE, 10, owner="dead")
         clock.advance(LEASE + timedelta(seconds=1))
@@ -55,8 +60,7 @@ def test_a_message_sent_now_waits_for_an_earlier_one_still_held(
     tmp_path: Path, db_url: str, clock: Any, relay_channel: RecordingChannel
 ) -> None:
     with _open(tmp_path, db_url, clock) as relay:
-        iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id
-        earlier = relay.send(iid, "A first note")
+        iid, [earlier] = _started(relay, "A first note")
         with relay.store.transaction() as session:  # a live daemon is sending it
             claims.claim_outbox(session, relay.now(), LEASE, 10, owner="alive")
 
@@ -74,9 +78,7 @@ def test_a_claim_does_not_pass_a_message_another_claim_is_taking(
     claim that row still looks due, so the next message of its conversation used to
     be claimed beside it and could be sent first."""
     with _open(tmp_path, db_url, clock) as relay:
-        iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id
-        first = relay.send(iid, "A first note")
-        second = relay.send(iid, "A second note")
+        _, [first, second] = _started(relay, "A first note", "A second note")
 
         with relay.store.transaction() as taking:
             assert list(claims.lock_messages(taking, [first.id])) == [first.id]
@@ -94,9 +96,7 @@ def test_a_message_behind_one_that_failed_in_the_same_batch_waits_for_its_retry(
     tmp_path: Path, db_url: str, clock: Any, relay_channel: RecordingChannel
 ) -> None:
     with _open(tmp_path, db_url, clock) as relay:
-        iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id
-        first = relay.send(iid, "A first note")
-        second = relay.send(iid, "A second note")
+        _, [first, second] = _started(relay, "A first note", "A second note")
         relay_channel.failures.append(ChannelError("the provider is down"))
         relay.run_due(poll=False)
         assert second.id not in _sent_order(relay_channel)
@@ -112,8 +112,7 @@ def test_a_message_behind_one_held_for_the_sending_window_waits_with_it(
     written after it (which a window does not hold) go first, when both were
     claimed in one batch."""
     with _open(tmp_path, db_url, clock, 'window = "mon-fri 09:00-18:00"\n') as relay:
-        iid = relay.start("+15551230001", "Confirm the delivery", ["Which day?"]).id  # 12:00
-        first = relay.send(iid, "A first note")
+        iid, [first] = _started(relay, "A first note")  # at 12:00
         with relay.store.transaction() as session:  # as a follow-up is: proactive
             session.execute(update(Message).where(Message.id == first.id).values(proactive=1))
         second = relay.send(iid, "A second note")
