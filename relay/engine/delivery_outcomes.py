@@ -161,12 +161,8 @@ def _refused(
         report.blocked += 1
         log.warning("message %s: contact opted out (%s)", message.id, failure.error)
         return
-    message.status = MessageStatus.QUEUED.value
-    message.attempts -= 1
-    message.lease_owner = None
-    message.next_attempt_at = now + max(
-        retries.backoff, timedelta(seconds=failure.retry_after or 0)
-    )
+    wait = max(retries.backoff, timedelta(seconds=failure.retry_after or 0))
+    claims.unlease_outbox_row(message, now + wait)
     report.held += 1
     log.error("message %s stays queued: %s", message.id, failure.error)
 
@@ -209,12 +205,8 @@ def put_back(
     off or being sent). A row another worker has taken over meanwhile (its attempt
     differs) is left to it."""
     locked = claims.lock_messages(session, list(message_ids))
-    ours = [
-        row
-        for row in locked.values()
-        if row.status == MessageStatus.SENDING.value and row.attempts == attempts[row.id]
-    ]
+    ours = [row for row in locked.values() if claims.still_leased(row, attempts[row.id])]
     for row in ours:
-        claims.unlease_outbox_row(vars(row), now)
+        claims.unlease_outbox_row(row, now)
     locked_rows.write(session, ours)
     return len(ours)

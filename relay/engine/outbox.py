@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound, batch_sender
-from relay.core.values import MessageStatus
 from relay.engine import delivery_outcomes, events, gate
 from relay.engine.backends import Channels
 from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
@@ -312,10 +311,8 @@ class Dispatcher:
             renewed = self.relay.now() + SEND_LEASE
             for outbound, channel_name in group:
                 message = locked.get(outbound.message_id)
-                if (
-                    message is None
-                    or message.status != MessageStatus.SENDING.value
-                    or message.attempts != claimed[outbound.message_id]
+                if message is None or not claims.still_leased(
+                    message, claimed[outbound.message_id]
                 ):
                     log.info("message %s was taken over by another worker", outbound.message_id)
                     if outbound.instance_id:
@@ -377,7 +374,7 @@ class Dispatcher:
         with self.relay.store.transaction() as session:
             message = claims.lock_message(session, outbound.message_id)
             assert message is not None
-            if message.status != MessageStatus.SENDING.value or message.attempts != attempt:
+            if not claims.still_leased(message, attempt):
                 # Our attempt outlived its lease and another worker owns the row now.
                 log.warning("message %s attempt %s failed (%s)", message.id, attempt, failure.error)
                 return

@@ -89,7 +89,7 @@ class Screen:
         ready = []
         # Conversations with a message held here: their later ones in the batch
         # wait too (due at once, a claim takes them after the held one).
-        held: set[str | None] = set()
+        held: set[str] = set()
         for message in batch:
             ruling = gate.rule(message, facts)
             if ruling.verdict is not gate.Verdict.GO:
@@ -99,8 +99,9 @@ class Screen:
             later = gate.window_opens(message, facts, self.relay.config, now)
             later = later or self.limits.hold_until(session, channel, now)
             if later is not None or message.instance_id in held:
-                claims.unlease_outbox_row(vars(message), later or now)
-                held.add(message.instance_id)
+                claims.unlease_outbox_row(message, later or now)
+                if message.instance_id:
+                    held.add(message.instance_id)
                 report.held += 1
                 continue
             self.limits.count(channel)

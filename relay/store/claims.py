@@ -23,7 +23,7 @@ from relay.store import locked_rows, prepared
 from relay.store.among import among_param
 from relay.store.database import affected
 from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due, undelivered
-from relay.store.locked_rows import InstanceFields, InstanceRow, MessageRow
+from relay.store.locked_rows import InstanceFields, InstanceRow, MessageFields, MessageRow
 from relay.store.models import Instance, Message
 from relay.store.prepared import dialect_of, per_dialect
 
@@ -220,13 +220,19 @@ def lease_outbox_row(
     values["lease_owner"] = owner
 
 
-def unlease_outbox_row(values: MutableMapping[str, Any], due: datetime | None) -> None:
+def still_leased(message: MessageFields, attempt: int) -> bool:
+    """Whether the lease that counted ``attempt`` still holds the outbox row: it is
+    ``sending`` and no later claim (after the lease ran out) counted another."""
+    return message.status == MessageStatus.SENDING.value and message.attempts == attempt
+
+
+def unlease_outbox_row(message: MessageFields, due: datetime) -> None:
     """Undo :func:`lease_outbox_row` on a row that did not go: ``queued`` again, due
-    at ``due`` (None: when released), its attempt not counted."""
-    values["status"] = MessageStatus.QUEUED.value
-    values["attempts"] -= 1
-    values["next_attempt_at"] = due
-    values["lease_owner"] = None
+    at ``due``, its attempt not counted (a locked plain row or ORM object)."""
+    message.status = MessageStatus.QUEUED.value
+    message.attempts -= 1
+    message.next_attempt_at = due
+    message.lease_owner = None
 
 
 @per_dialect

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from engine_support import DyingConsole, ProcessDied
 
-from relay.channels.base import ChannelError, Outbound, PermanentChannelError
+from relay.channels.base import ChannelError, ChannelUnavailable, Outbound, PermanentChannelError
 from relay.channels.console import ConsoleChannel
 from relay.testing import PHONE, Harness, RecordingChannel
 
@@ -256,6 +256,28 @@ def test_a_slow_batch_holds_back_what_follows_a_message_another_worker_took_over
     engine.tick()
     sends = [a.text for a in test_channel.attempts[2:]]
     assert sends == ["note 1", "note 2", "note 3"]
+
+
+def test_a_channel_that_cannot_send_at_all_keeps_the_message_without_using_an_attempt(
+    make_engine: Any, test_channel: RecordingChannel
+) -> None:
+    """Bad credentials: the message waits ``queued`` for a backoff, its attempt not
+    counted, however many times the channel refuses, and goes once it can."""
+    engine = make_engine(**FLAKY)
+    iid = engine.start()
+    test_channel.fail_always = ChannelUnavailable("HTTP 401: bad credentials")
+    for _ in range(5):  # more refusals than outbox.max_attempts
+        assert engine.tick().delivery.held == 1
+        (message,) = engine.outbound(iid)
+        assert (message.status, message.attempts) == ("queued", 0)
+        row = engine.message(message.id)
+        assert row.next_attempt_at == engine.relay.now() + timedelta(seconds=30)
+        assert (row.last_error, row.lease_owner) == ("HTTP 401: bad credentials", None)
+        engine.clock.advance(timedelta(seconds=30))
+
+    test_channel.fail_always = None
+    engine.tick()
+    assert [(m.status, m.attempts) for m in engine.outbound(iid)] == [("sent", 1)]
 
 
 class BatchingChannel(RecordingChannel):
