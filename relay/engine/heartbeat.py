@@ -23,7 +23,7 @@ from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.states import Event
 from relay.engine import policy, transitions
-from relay.store import claims, locked_rows
+from relay.store import claims, commit_log, locked_rows
 from relay.store.locked_rows import InstanceFields
 
 if TYPE_CHECKING:
@@ -125,16 +125,18 @@ def _settle(session: Session, others: dict[str, _Handler], report: HeartbeatRepo
 
 
 def _hold(
-    _session: Session, instance: InstanceFields, report: HeartbeatReport, *, opens: datetime
+    session: Session, instance: InstanceFields, report: HeartbeatReport, *, opens: datetime
 ) -> None:
     """The follow-up waits for the contact's sending window to open."""
     instance.next_heartbeat_at = opens
     report.deferred += 1
-    log.info(
+    commit_log.info(
+        session,
+        log,
         "instance %s: follow-up held for the sending window until %s",
         instance.id,
         isoformat(opens),
-        extra={"instance_id": instance.id},
+        instance_id=instance.id,
     )
 
 
@@ -151,7 +153,7 @@ def _abandon(
         reason=f"no reply after {instance.follow_up_count} follow-up(s)",
     )
     report.abandoned += 1
-    log.info("instance %s abandoned", instance.id, extra={"instance_id": instance.id})
+    commit_log.info(session, log, "instance %s abandoned", instance.id, instance_id=instance.id)
 
 
 def _stuck(

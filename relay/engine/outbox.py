@@ -25,7 +25,7 @@ from relay.engine import delivery_outcomes, events, gate
 from relay.engine.backends import Channels
 from relay.engine.delivery_outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox_screen import Handover, Ready, Screen
-from relay.store import claims, funnel, locked_rows
+from relay.store import claims, commit_log, funnel, locked_rows
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import MessageRow
 
@@ -354,15 +354,16 @@ class Dispatcher:
             for done in sent:
                 data = {"message_id": done.outbound.message_id, "channel": done.channel}
                 events.record(session, events.Kind.SENT, done.outbound.instance_id, data, done.at)
-        for done in sent:
-            log.info(
-                "message %s to %s sent on %s (%s)",
-                done.outbound.message_id,
-                done.outbound.to,
-                done.channel,
-                done.outbound.instance_id or "-",
-                extra={"instance_id": done.outbound.instance_id},
-            )
+                commit_log.info(
+                    session,
+                    log,
+                    "message %s to %s sent on %s (%s)",
+                    done.outbound.message_id,
+                    done.outbound.to,
+                    done.channel,
+                    done.outbound.instance_id or "-",
+                    instance_id=done.outbound.instance_id,
+                )
         report.sent += len(sent)
 
     def _failed(

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from relay.core.outcomes import outcome_of
 from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
 from relay.engine import events
-from relay.store import claims, funnel, locked_rows, queries, transition_log
+from relay.store import claims, commit_log, funnel, locked_rows, queries, transition_log
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import Instance, Transition
 
@@ -221,17 +221,20 @@ def _record(
         actor=actor,
     )
     # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
-    instance_extra = {"instance_id": instance_id}
-    log.info(
+    commit_log.info(
+        session,
+        log,
         "instance %s: %s -> %s (%s by %s)",
         instance_id,
         current.value,
         target.value,
         event.value,
         actor,
-        extra=instance_extra,
+        instance_id=instance_id,
     )
-    log.debug("instance %s: reason: %s", instance_id, reason or "-", extra=instance_extra)
+    commit_log.debug(
+        session, log, "instance %s: reason: %s", instance_id, reason or "-", instance_id=instance_id
+    )
 
 
 def _keep_funnel_facts(

@@ -25,7 +25,7 @@ from relay.core.values import Author, MessageStatus
 from relay.engine import answers, events, scoped_state, transitions
 from relay.engine.inbound import opt_out as record_opt_out
 from relay.engine.outgoing import outbound_row
-from relay.store import claims, instance_rows, locked_rows, queries
+from relay.store import claims, commit_log, instance_rows, locked_rows, queries
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message, Todo
@@ -179,7 +179,9 @@ class TurnCommitter:
             log_rows=loaded.log_rows,
         )
         for note in plan.notes:
-            log.info("instance %s: %s", instance.id, note, extra={"instance_id": instance.id})
+            commit_log.info(
+                session, log, "instance %s: %s", instance.id, note, instance_id=instance.id
+            )
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
@@ -239,10 +241,12 @@ class TurnCommitter:
         # store, this one included: it must read this turn's changes.
         locked_rows.write_now(session, instance)
         record_opt_out(session, person, now, reason=f"agent: {reason}")
-        log.info(
+        commit_log.info(
+            session,
+            log,
             "instance %s: the agent recorded an opt-out",
             instance.id,
-            extra={"instance_id": instance.id},
+            instance_id=instance.id,
         )
         state = instance_rows.state_of(session, instance.id) or instance.state
         return TurnOutcome(instance.id, context.reason.value, state)

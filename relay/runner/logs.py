@@ -10,7 +10,6 @@ once per pulse rather than once per line (:func:`held`).
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 from relay.core.errors import InvalidInput
 from relay.core.secrets import mask_text
 from relay.runner.process import private_dir, private_open
+from relay.store.commit_log import Line, Lines
 
 
 class _SecondStamp(logging.Formatter):
@@ -31,6 +31,9 @@ class _SecondStamp(logging.Formatter):
     (the stamp ends in ``Z``) whatever the process's time zone."""
 
     converter = staticmethod(time.gmtime)
+    #: A record whose message is :class:`Lines` is written one line per line
+    #: (:mod:`relay.store.commit_log` sends a transaction's lines as one record).
+    formats_lines = True
     _second = -1
     _stamp = ""
 
@@ -51,18 +54,34 @@ class JsonFormatter(_SecondStamp):
     written out by hand: only the strings need encoding."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = (
-            f'{{"time": "{self.formatTime(record, "%Y-%m-%dT%H:%M:%S")}Z", '
-            f'"level": {_json_text(record.levelname.lower())}, '
-            f'"logger": {_json_text(record.name)}, '
-            f'"message": {_json_text(record.getMessage())}, "pid": {_json_int(record.process)}'
-        )
+        stamp = self.formatTime(record, "%Y-%m-%dT%H:%M:%S")
+        if isinstance(record.msg, Lines):
+            pid = record.process
+            return "\n".join(
+                self._line(stamp, line.level, line.logger, line.text, pid, line.instance_id)
+                for line in record.msg.lines
+            )
         found = getattr(record, "instance_id", None)
-        if found:
-            line += f', "instance_id": {json.dumps(found)}'
+        text = self._line(
+            stamp, record.levelno, record.name, record.getMessage(), record.process, found
+        )
         if record.exc_info:
             error = self.formatException(record.exc_info).splitlines()[-1]
-            line += f', "error": {_json_text(error)}'
+            text = f'{text[:-1]}, "error": {_json_text(error)}}}'
+        return text
+
+    @staticmethod
+    def _line(
+        stamp: str, level: int, logger: str, message: str, pid: int | None, found: str | None
+    ) -> str:
+        line = (
+            f'{{"time": "{stamp}Z", '
+            f'"level": {_json_text(logging.getLevelName(level).lower())}, '
+            f'"logger": {_json_text(logger)}, '
+            f'"message": {_json_text(message)}, "pid": {_json_int(pid)}'
+        )
+        if found:
+            line += f', "instance_id": {_json_text(str(found))}'
         return line + "}"
 
 
@@ -73,6 +92,15 @@ def _json_int(value: int | None) -> str:
 class _TextFormatter(_SecondStamp):
     def __init__(self) -> None:
         super().__init__("%(asctime)sZ %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%S")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if not isinstance(record.msg, Lines):
+            return super().format(record)
+        stamp = self.formatTime(record, self.datefmt)
+        return "\n".join(
+            f"{stamp}Z {logging.getLevelName(line.level)} {line.logger}: {line.text}"
+            for line in record.msg.lines
+        )
 
 
 class _HeldFile(logging.FileHandler):
@@ -163,8 +191,16 @@ def _mask_secrets(record: logging.LogRecord) -> bool:
 
     The masked text replaces the message and its arguments, so the formatter
     does not build the message a second time."""
-    record.msg, record.args = mask_text(record.getMessage()), None
+    if isinstance(record.msg, Lines):
+        record.msg = Lines([_masked(line) for line in record.msg.lines])
+    else:
+        record.msg, record.args = mask_text(record.getMessage()), None
     return True
+
+
+def _masked(line: Line) -> Line:
+    text = mask_text(line.text)
+    return line if text is line.text else line._replace(text=text)
 
 
 def _private_log(path: Path) -> Path:

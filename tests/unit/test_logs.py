@@ -152,3 +152,95 @@ def test_a_failing_pulse_still_flushes_its_lines(log_file: Path) -> None:
         logging.getLogger("relay.test").info("before the failure")
         raise RuntimeError("pulse failed")
     assert _lines(log_file) == ["before the failure"]
+
+
+@pytest.fixture(params=["text", "json"])
+def relay_only_log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """relay's log in a file and nowhere else, as in ``relay daemon``: records do
+    not propagate to the root logger (see :func:`_alone` for pytest's handlers)."""
+    loggers = [logging.getLogger("relay"), logging.getLogger("apscheduler")]
+    before = [(each.handlers[:], each.level, each.propagate) for each in loggers]
+    path = tmp_path / "daemon.log"
+    configure_logging(request.param, True, path)
+    loggers[0].propagate = False
+    yield path
+    loggers[0].handlers[0].close()
+    for each, (handlers, level, propagate) in zip(loggers, before, strict=True):
+        each.handlers[:], each.propagate = handlers, propagate
+        each.setLevel(level)
+
+
+def _alone() -> logging.Handler:
+    """relay's handler, with the capturing handlers pytest adds to a logger that
+    does not propagate taken off it for the rest of the test."""
+    relay = logging.getLogger("relay")
+    relay.handlers[:] = relay.handlers[:1]
+    return relay.handlers[0]
+
+
+def _without_time(path: Path) -> list[str]:
+    lines = path.read_text().splitlines()
+    if lines and lines[0].startswith("{"):
+        return [json.dumps({**json.loads(line), "time": "T"}) for line in lines]
+    return [line.split(" ", 1)[1] for line in lines]
+
+
+def _commit_lines(lines: list[tuple[str, int, str, str | None]]) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from relay.store import commit_log
+
+    with Session(create_engine("sqlite://")) as session, session.begin():
+        for name, level, text, instance_id in lines:
+            write = commit_log.info if level == logging.INFO else commit_log.debug
+            write(session, logging.getLogger(name), "%s", text, instance_id=instance_id)
+
+
+LINES = [
+    ("relay.state", logging.INFO, "instance a1: WAITING -> SCHEDULED", "a1"),
+    ("relay.state", logging.DEBUG, 'instance a1: reason: it\'s "quoted" é', "a1"),
+    ("relay.outbox", logging.INFO, "message 7 to +34600000001 sent on console (a1)", "a1"),
+    ("relay.outbox", logging.INFO, "a line about no conversation", None),
+]
+
+
+def test_a_transaction_s_lines_are_written_as_records_of_their_own_would_be(
+    relay_only_log: Path,
+) -> None:
+    handler = _alone()
+    records: list[logging.LogRecord] = []
+    handler.addFilter(lambda record: records.append(record) or True)
+    _commit_lines(LINES)
+    handler.flush()
+    assert len(records) == 1  # one record for the transaction's four lines
+    together = _without_time(relay_only_log)
+    relay_only_log.write_text("")
+    for name, level, text, instance_id in LINES:
+        extra = {"instance_id": instance_id} if instance_id else None
+        logging.getLogger(name).log(level, "%s", text, extra=extra)
+    handler.flush()
+    assert len(together) == 4
+    assert together == _without_time(relay_only_log)
+
+
+def test_a_secret_in_a_transaction_s_line_is_masked(relay_only_log: Path) -> None:
+    _alone()
+    _commit_lines([("relay.state", logging.INFO, "via postgresql://u:hunter2@db/x", None)])
+    logging.getLogger("relay").handlers[0].flush()
+    text = relay_only_log.read_text()
+    assert "hunter2" not in text
+    assert "postgresql://u:***@db/x" in text
+
+
+def test_lines_go_one_record_each_where_another_handler_would_see_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler relay did not set up (here pytest's) gets the records a direct call
+    would give it, each with its instance id."""
+    caplog.set_level(logging.DEBUG, logger="relay")
+    _commit_lines(LINES)
+    got = [
+        (r.name, r.levelno, r.getMessage(), getattr(r, "instance_id", None)) for r in caplog.records
+    ]
+    assert got == LINES

@@ -1,0 +1,105 @@
+"""The log says what committed: a transition's or a delivery's line is written
+when its transaction commits, once, and never for work that rolled back
+(``relay.store.commit_log``)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from relay.core.states import Event
+from relay.engine import transitions
+from relay.engine.turn_commit import TurnCommitter
+from relay.store import claims
+from relay.testing import Harness
+
+
+class _RolledBack(Exception):
+    """Raised to leave a transaction without committing it."""
+
+
+def _transition_lines(caplog: pytest.LogCaptureFixture, instance_id: str) -> list[str]:
+    prefix = f"instance {instance_id}: "
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "relay.state"
+        and r.getMessage().startswith(prefix)
+        and " -> " in r.getMessage()
+    ]
+
+
+def _history_lines(engine: Harness, instance_id: str) -> list[str]:
+    """The transition log in the store, worded as the log lines are."""
+    return [
+        f"instance {instance_id}: {h.from_state} -> {h.to_state} ({h.event} by {h.actor})"
+        for h in engine.relay.history(instance_id)
+        if h.kind == "transition" and h.from_state is not None
+    ]
+
+
+def test_a_transition_is_logged_when_its_transaction_commits(
+    engine: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    instance_id = engine.start()
+    caplog.set_level(logging.INFO, logger="relay.state")
+    caplog.clear()
+    with engine.relay.store.transaction() as session:
+        row = claims.lock_instances(session, [instance_id])[instance_id]
+        transitions.apply_event(session, row, Event.PAUSE, now=engine.relay.now(), actor="op")
+        assert _transition_lines(caplog, instance_id) == []
+    lines = _transition_lines(caplog, instance_id)
+    assert lines == _history_lines(engine, instance_id)[-1:]
+    assert lines[0].endswith("-> PAUSED (pause by op)")
+    record = next(r for r in caplog.records if r.getMessage() == lines[0])
+    assert record.instance_id == instance_id  # type: ignore[attr-defined]
+
+
+def test_a_transition_that_rolled_back_leaves_no_line(
+    engine: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    instance_id = engine.start()
+    caplog.set_level(logging.DEBUG, logger="relay")
+    caplog.clear()
+    with pytest.raises(_RolledBack), engine.relay.store.transaction() as session:
+        row = claims.lock_instances(session, [instance_id])[instance_id]
+        transitions.apply_event(session, row, Event.PAUSE, now=engine.relay.now(), actor="op")
+        raise _RolledBack
+    assert engine.state(instance_id) != "PAUSED"
+    assert [r.getMessage() for r in caplog.records if instance_id in r.getMessage()] == []
+
+
+def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
+    engine: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of turn commits that fails is rolled back and committed one turn at a
+    time: only the second commits happened, so only they are logged."""
+    ids = [engine.start(f"+3460000000{n}") for n in range(1, 7)]
+    engine.tick()
+    engine.clock.advance(timedelta(days=2))
+    write_outbox = TurnCommitter._write_outbox
+    failed: list[int] = []
+
+    def fails_the_first_batch(self: TurnCommitter, session: Any, rows: Any) -> Any:
+        # A pulse's first batch is one turn; the next ones grow (TurnRunner.run_due).
+        if len(rows) > 1 and not failed:
+            failed.append(len(rows))
+            raise RuntimeError("the batch's insert failed")
+        return write_outbox(self, session, rows)
+
+    monkeypatch.setattr(TurnCommitter, "_write_outbox", fails_the_first_batch)
+    caplog.set_level(logging.INFO, logger="relay")
+    caplog.clear()
+    engine.tick()
+    assert failed == [4]
+    assert any("committing 4 turns together failed" in r.getMessage() for r in caplog.records)
+    for instance_id in ids:
+        lines = _transition_lines(caplog, instance_id)
+        # The heartbeat's firing and the follow-up turn, each once, as stored.
+        assert len(lines) == 2, lines
+        assert lines == _history_lines(engine, instance_id)[-2:]
+    sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
+    assert len(sent) == len(set(sent)) == len(ids)
