@@ -22,7 +22,7 @@ from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
 from relay.core.values import MessageStatus
 from relay.engine import events, gate, inbound, transitions
-from relay.store import claims, locked_rows
+from relay.store import claims, commit_log, locked_rows
 from relay.store.locked_rows import MessageFields
 from relay.store.models import Contact, Message
 
@@ -182,7 +182,9 @@ def _escalate(session: Session, message: Message, error: str, now: datetime) -> 
         )
 
 
-def rule_out(message: MessageFields, ruling: gate.Ruling, report: DeliveryReport) -> None:
+def rule_out(
+    session: Session, message: MessageFields, ruling: gate.Ruling, report: DeliveryReport
+) -> None:
     gate.apply(message, ruling)
     if ruling.verdict is gate.Verdict.HOLD:
         report.held += 1
@@ -192,7 +194,7 @@ def rule_out(message: MessageFields, ruling: gate.Ruling, report: DeliveryReport
         report.failed += 1
     else:
         report.cancelled += 1
-    log.info("message %s not sent: %s", message.id, ruling.verdict.value)
+    commit_log.info(session, log, "message %s not sent: %s", message.id, ruling.verdict.value)
 
 
 def put_back(

@@ -320,7 +320,7 @@ class Dispatcher:
                     continue
                 ruling = gate.rule(message, facts)
                 if ruling.verdict is not gate.Verdict.GO:
-                    delivery_outcomes.rule_out(message, ruling, report)
+                    delivery_outcomes.rule_out(session, message, ruling, report)
                     continue
                 message.next_attempt_at = renewed
                 confirmed.append((outbound, channel_name))

@@ -93,7 +93,7 @@ class Screen:
         for message in batch:
             ruling = gate.rule(message, facts)
             if ruling.verdict is not gate.Verdict.GO:
-                delivery_outcomes.rule_out(message, ruling, report)
+                delivery_outcomes.rule_out(session, message, ruling, report)
                 continue
             channel = message.channel or "console"
             later = gate.window_opens(message, facts, self.relay.config, now)
