@@ -61,18 +61,23 @@ class JsonFormatter(_SecondStamp):
                 self._line(stamp, line.level, line.logger, line.text, pid, line.instance_id)
                 for line in record.msg.lines
             )
-        found = getattr(record, "instance_id", None)
-        text = self._line(
-            stamp, record.levelno, record.name, record.getMessage(), record.process, found
-        )
+        error = None
         if record.exc_info:
             error = self.formatException(record.exc_info).splitlines()[-1]
-            text = f'{text[:-1]}, "error": {_json_text(error)}}}'
-        return text
+        found = getattr(record, "instance_id", None)
+        return self._line(
+            stamp, record.levelno, record.name, record.getMessage(), record.process, found, error
+        )
 
     @staticmethod
     def _line(
-        stamp: str, level: int, logger: str, message: str, pid: int | None, found: str | None
+        stamp: str,
+        level: int,
+        logger: str,
+        message: str,
+        pid: int | None,
+        found: str | None,
+        error: str | None = None,
     ) -> str:
         line = (
             f'{{"time": "{stamp}Z", '
@@ -82,6 +87,8 @@ class JsonFormatter(_SecondStamp):
         )
         if found:
             line += f', "instance_id": {_json_text(str(found))}'
+        if error is not None:
+            line += f', "error": {_json_text(error)}'
         return line + "}"
 
 

@@ -1,21 +1,22 @@
 """Log lines that say what a transaction did, written when it commits.
 
-A line such as ``instance X: waiting_for_reply -> following_up`` or ``message Y
-sent`` is true only once its transaction commits. Logged as the change was
-made, a batch that rolled back (and was committed again one turn at a time)
-left lines for transitions that never happened, and then the same lines again.
-So such lines are collected on the session and written after its commit; a
-rollback drops them with everything else (the pattern of
+A line such as ``instance X: WAITING_FOR_REPLY -> HEARTBEAT_SCHEDULED`` or
+``message Y ... sent`` is true only once its transaction commits. Logged as the
+change was made, a batch that rolled back (and was committed again one turn at
+a time) left lines for transitions that never happened, and then the same
+lines again. So such lines are collected on the session and written after its
+commit; a rollback drops them with everything else (the pattern of
 :mod:`relay.store.events`).
 
 A busy daemon writes three of them per follow-up, thousands a second, and a
-``logging`` record costs about 5 µs, a fifteenth of the daemon's CPU per
-follow-up. Where every handler that a record of relay's reaches formats
-:class:`Lines` (relay's own formatters, :mod:`relay.runner.logs`, say so with
-``formats_lines``), a transaction's lines go as one record, and each of its
-lines is written exactly as a record of its own would have been. Anywhere else
-(a program embedding relay with handlers of its own, a test capturing records)
-each line is a record of its own, as a direct call would make it.
+``logging`` record costs about 5 µs: together some 7 % of the daemon's CPU per
+follow-up (``bench/log_lines.py``). Where every handler that a record of
+relay's reaches formats :class:`Lines` (relay's own formatters,
+:mod:`relay.runner.logs`, say so with ``formats_lines``), a transaction's lines
+go as one record, and each of its lines is written exactly as a record of its
+own would have been. Anywhere else (a program embedding relay with handlers of
+its own, a test capturing records) each line is a record of its own, as a
+direct call would make it.
 """
 
 from __future__ import annotations
@@ -55,19 +56,27 @@ def info(
     session: Session, log: logging.Logger, msg: str, *args: Any, instance_id: str | None = None
 ) -> None:
     """``log.info(msg, *args)`` once ``session`` commits."""
-    if log.isEnabledFor(logging.INFO):
-        _add(session, Line(log.name, logging.INFO, msg % args if args else msg, instance_id))
+    _add(session, log, logging.INFO, msg, args, instance_id)
 
 
 def debug(
     session: Session, log: logging.Logger, msg: str, *args: Any, instance_id: str | None = None
 ) -> None:
     """``log.debug(msg, *args)`` once ``session`` commits."""
-    if log.isEnabledFor(logging.DEBUG):
-        _add(session, Line(log.name, logging.DEBUG, msg % args if args else msg, instance_id))
+    _add(session, log, logging.DEBUG, msg, args, instance_id)
 
 
-def _add(session: Session, line: Line) -> None:
+def _add(
+    session: Session,
+    log: logging.Logger,
+    level: int,
+    msg: str,
+    args: tuple[Any, ...],
+    instance_id: str | None,
+) -> None:
+    if not log.isEnabledFor(level):
+        return
+    line = Line(log.name, level, msg % args if args else msg, instance_id)
     pending = session.info.get(_PENDING)
     if pending is None:
         session.info[_PENDING] = [line]
