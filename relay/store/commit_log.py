@@ -5,8 +5,8 @@ A line such as ``instance X: WAITING_FOR_REPLY -> HEARTBEAT_SCHEDULED`` or
 change was made, a batch that rolled back (and was committed again one turn at
 a time) left lines for transitions that never happened, and then the same
 lines again. So such lines are collected on the session and written after its
-commit; a rollback drops them with everything else (the pattern of
-:mod:`relay.store.events`).
+commit; a rollback drops them with everything else (:mod:`relay.store.on_commit`, as
+it does the event rows).
 
 A busy daemon writes three of them per follow-up, thousands a second, and a
 ``logging`` record costs about 5 µs: together some 7 % of the daemon's CPU per
@@ -27,7 +27,9 @@ from typing import Any, NamedTuple
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-_PENDING = "relay_log_lines"
+from relay.store import on_commit
+
+_PENDING = on_commit.collection("relay_log_lines")
 #: The logger the one record of a transaction's lines is written through.
 _TOGETHER = logging.getLogger("relay")
 
@@ -76,16 +78,15 @@ def _add(
 ) -> None:
     if not log.isEnabledFor(level):
         return
-    line = Line(log.name, level, msg % args if args else msg, instance_id)
-    pending = session.info.get(_PENDING)
-    if pending is None:
-        session.info[_PENDING] = [line]
-    else:
-        pending.append(line)
+    on_commit.add(
+        session, _PENDING, Line(log.name, level, msg % args if args else msg, instance_id)
+    )
 
 
 def _write(session: Session) -> None:
-    lines: list[Line] | None = session.info.pop(_PENDING, None)
+    if not on_commit.outermost(session):
+        return  # a savepoint's release: the lines wait for the commit
+    lines: list[Line] = on_commit.take(session, _PENDING)
     if not lines:
         return
     if _handlers_format_lines():
@@ -114,9 +115,4 @@ def _handlers_format_lines() -> bool:
     return reached
 
 
-def _drop(session: Session, *_: Any) -> None:
-    session.info.pop(_PENDING, None)
-
-
 event.listen(Session, "after_commit", _write)
-event.listen(Session, "after_rollback", _drop)

@@ -22,25 +22,27 @@ from typing import Any
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes
+from relay.store import fast_writes, on_commit
 from relay.store.models import EventRow, Instance, table_of
 
-_PENDING = "relay_events"
+_PENDING = on_commit.collection("relay_events")
 #: The advisory-lock key that orders event commits on PostgreSQL ("relay" in ASCII).
 ORDER_LOCK = 0x72656C6179
 
 
 def add(session: Session, row: dict[str, Any]) -> None:
     """Record one event row; it commits with the session's transaction."""
-    session.info.setdefault(_PENDING, []).append(row)
+    on_commit.add(session, _PENDING, row)
 
 
 def pending(session: Session) -> list[dict[str, Any]]:
-    return list(session.info.get(_PENDING, ()))
+    return on_commit.collected(session, _PENDING)
 
 
 def _flush(session: Session) -> None:
-    rows = session.info.pop(_PENDING, None)
+    if not on_commit.outermost(session):
+        return  # a savepoint's release: the rows wait for the commit
+    rows = on_commit.take(session, _PENDING)
     if not rows:
         return
     session.flush()
@@ -49,12 +51,7 @@ def _flush(session: Session) -> None:
     fast_writes.insert_rows(session, table_of(EventRow), rows)
 
 
-def _drop(session: Session, *_: Any) -> None:
-    session.info.pop(_PENDING, None)
-
-
 event.listen(Session, "before_commit", _flush)
-event.listen(Session, "after_rollback", _drop)
 
 
 def read(

@@ -9,11 +9,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy.orm import Session
 
 from relay.core.states import Event
-from relay.engine import transitions
+from relay.engine import events, transitions
 from relay.engine.turn_commit import TurnCommitter
-from relay.store import claims
+from relay.store import claims, commit_log, queries
 from relay.testing import Harness
 
 
@@ -41,6 +42,11 @@ def _history_lines(engine: Harness, instance_id: str) -> list[str]:
     ]
 
 
+def _pause(engine: Harness, session: Session, instance_id: str) -> None:
+    row = claims.lock_instances(session, [instance_id])[instance_id]
+    transitions.apply_event(session, row, Event.PAUSE, now=engine.relay.now(), actor="op")
+
+
 def test_a_transition_is_logged_when_its_transaction_commits(
     engine: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -48,8 +54,7 @@ def test_a_transition_is_logged_when_its_transaction_commits(
     caplog.set_level(logging.INFO, logger="relay.state")
     caplog.clear()
     with engine.relay.store.transaction() as session:
-        row = claims.lock_instances(session, [instance_id])[instance_id]
-        transitions.apply_event(session, row, Event.PAUSE, now=engine.relay.now(), actor="op")
+        _pause(engine, session, instance_id)
         assert _transition_lines(caplog, instance_id) == []
     lines = _transition_lines(caplog, instance_id)
     assert lines == _history_lines(engine, instance_id)[-1:]
@@ -65,8 +70,7 @@ def test_a_transition_that_rolled_back_leaves_no_line(
     caplog.set_level(logging.DEBUG, logger="relay")
     caplog.clear()
     with pytest.raises(_RolledBack), engine.relay.store.transaction() as session:
-        row = claims.lock_instances(session, [instance_id])[instance_id]
-        transitions.apply_event(session, row, Event.PAUSE, now=engine.relay.now(), actor="op")
+        _pause(engine, session, instance_id)
         raise _RolledBack
     assert engine.state(instance_id) != "PAUSED"
     assert [r.getMessage() for r in caplog.records if instance_id in r.getMessage()] == []
@@ -103,3 +107,73 @@ def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
         assert lines == _history_lines(engine, instance_id)[-2:]
     sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
     assert len(sent) == len(set(sent)) == len(ids)
+
+
+def _marked(engine: Harness, session: Session, mark: str) -> None:
+    """An event and a log line, both named ``mark``, collected in ``session``."""
+    events.record(session, events.Kind.STATE, None, {"mark": mark}, engine.relay.now())
+    commit_log.info(session, logging.getLogger("relay.test"), "mark %s", mark)
+
+
+def _marks(engine: Harness, caplog: pytest.LogCaptureFixture) -> tuple[list[str], list[str]]:
+    """The marks that reached the event log, and the log."""
+    written = [e.data.get("mark") for e in engine.relay.events(kinds=["state.changed"])]
+    logged = [r.getMessage() for r in caplog.records if r.name == "relay.test"]
+    return [m for m in written if m], logged
+
+
+def test_a_savepoint_that_rolls_back_drops_only_what_was_collected_within_it(
+    engine: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="relay")
+    with engine.relay.store.transaction() as session:
+        _marked(engine, session, "before")
+        with pytest.raises(_RolledBack), session.begin_nested():
+            _marked(engine, session, "within")
+            raise _RolledBack
+        _marked(engine, session, "after")
+    assert _marks(engine, caplog) == (["before", "after"], ["mark before", "mark after"])
+
+
+def test_a_released_savepoint_is_not_the_commit(
+    engine: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="relay")
+    with pytest.raises(_RolledBack), engine.relay.store.transaction() as session:
+        _marked(engine, session, "before")
+        with session.begin_nested():
+            _marked(engine, session, "within")
+        assert _marks(engine, caplog)[1] == []  # nothing is written at the release
+        raise _RolledBack
+    assert _marks(engine, caplog) == ([], [])
+    with engine.relay.store.transaction() as session:
+        _marked(engine, session, "before")
+        with session.begin_nested():
+            _marked(engine, session, "within")
+    assert _marks(engine, caplog) == (["before", "within"], ["mark before", "mark within"])
+
+
+def test_a_start_that_finds_the_slot_taken_at_the_last_moment_keeps_its_creation_event(
+    engine: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two starts for one contact at once: the second sees no holder, and its claim
+    of the slot fails in a savepoint on the unique index; it queues. Its creation
+    event, collected before that savepoint, must still reach the event log."""
+    first = engine.start("+34600000001")
+    real = queries.slot_holder
+    looks: list[int] = []
+
+    def no_holder_at_first(*args: Any, **kwargs: Any) -> Any:
+        looks.append(1)  # the start's first look: the other start has not committed
+        return None if len(looks) == 1 else real(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "slot_holder", no_holder_at_first)
+    second = engine.start("+34600000001")
+    assert engine.state(second) == "QUEUED"
+    created = [
+        e.data["event"]
+        for e in engine.relay.events(kinds=["state.changed"])
+        if e.instance_id == second
+    ]
+    assert created == ["start", "contact_has_active_instance"], created
+    assert engine.state(first) != "QUEUED"
