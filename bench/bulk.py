@@ -20,7 +20,7 @@ from relay.engine.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.tables import metadata
 
-#: States that hold the contact's slot (see DESIGN.md); the clones get one contact each.
+#: States that hold the contact's slot (see docs/architecture.md); the clones get one contact each.
 SLOT_HOLDERS = {"CREATED", "ACTIVE", "WAITING_FOR_REPLY", "WAITING_FOR_AGENT",
                 "HEARTBEAT_SCHEDULED", "NEEDS_HUMAN_INTERVENTION"}
 

@@ -64,7 +64,7 @@ S, E = State, Event
 TERMINAL: frozenset[State] = frozenset({S.COMPLETED, S.ABANDONED, S.FAILED})
 NON_TERMINAL: tuple[State, ...] = tuple(s for s in State if s not in TERMINAL)
 
-# Rows of DESIGN.md's table, plus the events that close its gaps (marked +).
+# Rows of the design's table (docs/architecture.md), plus the events that close its gaps (marked +).
 # An agent turn may end, fail or ask for help from whichever state it started
 # in, so those outcomes exist for CREATED, WAITING_FOR_AGENT and
 # HEARTBEAT_SCHEDULED too; docs/state-machine.md explains each addition.

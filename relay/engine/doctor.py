@@ -1,4 +1,4 @@
-"""``relay doctor``: check the store against DESIGN.md's invariants.
+"""``relay doctor``: check the store against the invariants of docs/architecture.md.
 
 The engine keeps these invariants by construction; the doctor is for the
 cases it cannot see (a hand-edited database, a bug, a restore from backup).

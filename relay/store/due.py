@@ -39,7 +39,7 @@ def undelivered(instance_id: Any) -> Any:
     it as a join. With the statistics of a quiet outbox (next to no rows
     pending) it picked a join that compares every candidate with every pending
     row, and in a burst thousands are pending: the due-heartbeat claim took
-    27 ms with four daemons on 10,000 follow-ups (docs/performance.md, eighth
+    27 ms with four daemons on 10,000 follow-ups (docs/performance-history.md, eighth
     pass). SQLite asks per conversation anyway.
     """
     pending = messages.alias()

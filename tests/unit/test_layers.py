@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md, checked on the source: imports point downwards only."""
+"""The layers of docs/architecture.md, checked on the source: imports point downwards only."""
 
 from __future__ import annotations
 
