@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import cache
 
 from relay.core.errors import Refused
 
@@ -208,6 +209,7 @@ FAMILIES: dict[str, frozenset[State]] = {
 }
 
 
+@cache
 def values(states: frozenset[State]) -> frozenset[str]:
     """The states' names, for comparing with a view's or a row's ``state`` text."""
     return frozenset(s.value for s in states)
@@ -233,8 +235,7 @@ class Effect(StrEnum):
     END = "end"  # ended_at and the reason are set; no heartbeat any more
 
 
-def entering(state: State) -> frozenset[Effect]:
-    """What entering ``state`` (from another state) does."""
+def _entering(state: State) -> frozenset[Effect]:
     effects = set()
     if state in HEARTBEAT_STATES:
         effects.add(Effect.START_HEARTBEAT)
@@ -247,14 +248,28 @@ def entering(state: State) -> frozenset[Effect]:
     return frozenset(effects)
 
 
-def leaving(state: State) -> frozenset[Effect]:
-    """What leaving ``state`` (for another state) does."""
+def _leaving(state: State) -> frozenset[Effect]:
     effects = set()
     if state in HEARTBEAT_STATES:
         effects.add(Effect.STOP_HEARTBEAT)
     if state in PAUSED_STATES:
         effects.add(Effect.END_PAUSE)
     return frozenset(effects)
+
+
+# Worked out once: a transition asks them a few times, on the daemon's hot path.
+_ENTERING: Mapping[State, frozenset[Effect]] = {s: _entering(s) for s in State}
+_LEAVING: Mapping[State, frozenset[Effect]] = {s: _leaving(s) for s in State}
+
+
+def entering(state: State) -> frozenset[Effect]:
+    """What entering ``state`` (from another state) does."""
+    return _ENTERING[state]
+
+
+def leaving(state: State) -> frozenset[Effect]:
+    """What leaving ``state`` (for another state) does."""
+    return _LEAVING[state]
 
 
 def allowed_events(state: State) -> list[Event]:
