@@ -68,11 +68,11 @@ class Console:
     # -- plumbing -------------------------------------------------------------------
 
     def render(
-        self, request: Request, name: str, status: int = 200, **context: Any
+        self, request: Request, template: str, status: int = 200, **context: Any
     ) -> HTMLResponse:
         session: auth.Session | None = request.scope.get("relay_session")
         flash = request.query_params.get("done")
-        body = self.templates.get_template(name).render(
+        body = self.templates.get_template(template).render(
             session=session, path=request.url.path, flash=flash, **context
         )
         return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)

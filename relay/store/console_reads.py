@@ -11,6 +11,7 @@ name) narrow what the indexed ones found.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,9 +59,13 @@ def _filters(query: PageQuery, address: str | None) -> list[ColumnElement[bool]]
         where.append(instances.c.channel == query.channel)
     if query.contact:
         part = query.contact.strip().lower()
+        fields = func.lower(cast(contacts.c.fields, Text))
+        # The fields are stored as JSON text, where a non-ASCII letter is escaped.
+        escaped = json.dumps(part)[1:-1]
         matches = [
             func.lower(contacts.c.address).contains(part, autoescape=True),
-            func.lower(cast(contacts.c.fields, Text)).contains(part, autoescape=True),
+            fields.contains(part, autoescape=True),
+            fields.contains(escaped, autoescape=True),
         ]
         if address is not None:
             matches.append(contacts.c.address == address)
