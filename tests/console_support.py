@@ -5,9 +5,9 @@ who opts out, a name with markup in it), and the console's credentials."""
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -108,9 +108,7 @@ class Gate:
             if value:
                 credentials.append(Credential.parse(role, value, variable))
         if not credentials:
-            raise ConfigError(
-                "console: set operator_token_env or readonly_token_env in [console]"
-            )
+            raise ConfigError("console: set operator_token_env or readonly_token_env in [console]")
         secret_var = settings.session_secret_env
         secret = os.environ.get(secret_var) if secret_var else None
         if secret_var and not secret:

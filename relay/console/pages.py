@@ -227,4 +227,3 @@ def _reply_seconds(stats: Any) -> str:
 
     seconds = stats.median_first_reply_seconds
     return format_duration(timedelta(seconds=round(seconds))) if seconds is not None else "-"
-

@@ -100,4 +100,3 @@ def recent_turn_seconds(session: Session) -> list[float]:
         )
     )
     return [max(0.0, (done - due).total_seconds()) for done, due in rows]
-

@@ -239,9 +239,10 @@ def test_the_event_stream_resumes_from_the_cursor(served: Served) -> None:
     instance_id = served.ids["+15551230003"]
     cursor = served.relay.events(limit=100000)[-1].id
     served.relay.receive("+15551230003", "Sorry for the wait: yes.", channel="console")
-    with served.signed_in(READONLY_TOKEN) as client, client.stream(
-        "GET", "/ui/events", headers={"Last-Event-ID": str(cursor)}
-    ) as stream:
+    with (
+        served.signed_in(READONLY_TOKEN) as client,
+        client.stream("GET", "/ui/events", headers={"Last-Event-ID": str(cursor)}) as stream,
+    ):
         assert stream.headers["content-type"].startswith("text/event-stream")
         seen = []
         for line in stream.iter_lines():
@@ -255,7 +256,7 @@ def test_the_event_stream_resumes_from_the_cursor(served: Served) -> None:
 def test_an_unknown_conversation_is_404(served: Served, path: str) -> None:
     with served.signed_in(OPERATOR_TOKEN) as client:
         csrf = csrf_of(client.get("/ui/").text)
-        answer = client.post(path, data={"csrf": csrf}) if path.endswith("pause") else client.get(
-            path
+        answer = (
+            client.post(path, data={"csrf": csrf}) if path.endswith("pause") else client.get(path)
         )
         assert answer.status_code == 404
