@@ -158,7 +158,7 @@ class MetricsEndpoint:
         settings = relay.config.settings.metrics
         self.token_env = settings.token_env
 
-    async def __call__(self, request: Request) -> Response:
+    async def handle(self, request: Request) -> Response:
         if self.token_env:
             token = os.environ.get(self.token_env)
             if not token:

@@ -130,7 +130,7 @@ def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
     if settings.metrics.enabled:
         from relay.runner.metrics import MetricsEndpoint
 
-        extra.append(Route("/metrics", MetricsEndpoint(relay), methods=["GET"]))
+        extra.append(Route("/metrics", MetricsEndpoint(relay).handle, methods=["GET"]))
     if settings.console.enabled:
         from relay.console.app import build
 

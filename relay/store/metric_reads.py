@@ -8,43 +8,49 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import Event, State
 from relay.core.values import DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.store.tables import instances, messages, transitions
+from relay.store.tables import TIME, instances, messages, transitions
 
 #: How many of the latest state changes the agent-turn figures look back over.
 TURN_WINDOW = 5000
 
 
-def outbound_by_channel(session: Session) -> list[tuple[str, str, str | None, int]]:
-    """(channel, status, delivery_status, count) of every outbound message."""
+def outbound_by_channel(session: Session) -> list[tuple[str, bool, str, str | None, int]]:
+    """(channel, taken, status, delivery_status, count) of every outbound message;
+    ``taken``: a channel took it (it has a send time, whatever came of it later)."""
+    taken = messages.c.sent_at.is_not(None)
     rows = session.execute(
-        select(messages.c.channel, messages.c.status, messages.c.delivery_status, func.count())
+        select(
+            messages.c.channel, taken, messages.c.status, messages.c.delivery_status, func.count()
+        )
         .where(messages.c.direction == Direction.OUTBOUND.value)
-        .group_by(messages.c.channel, messages.c.status, messages.c.delivery_status)
+        .group_by(messages.c.channel, taken, messages.c.status, messages.c.delivery_status)
     )
-    return [(str(ch or ""), str(st), ds, int(n)) for ch, st, ds, n in rows]
+    return [(str(ch or ""), bool(tk), str(st), ds, int(n)) for ch, tk, st, ds, n in rows]
 
 
 def message_counts(session: Session) -> dict[str, dict[str, int]]:
-    """Per kind (sent, delivered, failed, bounced), the count by channel."""
+    """Per kind, the count by channel: sent (a channel took it), delivered (or read),
+    failed (for good, or reported undelivered), bounced (reported bounced)."""
     counts: dict[str, dict[str, int]] = {k: {} for k in ("sent", "delivered", "failed", "bounced")}
 
     def add(kind: str, channel: str, n: int) -> None:
         counts[kind][channel] = counts[kind].get(channel, 0) + n
 
     failures = {DeliveryStatus.UNDELIVERED.value, DeliveryStatus.FAILED.value}
-    for channel, status, delivery, n in outbound_by_channel(session):
-        if status == MessageStatus.SENT.value:
+    bounced = DeliveryStatus.BOUNCED.value
+    for channel, taken, status, delivery, n in outbound_by_channel(session):
+        if taken:
             add("sent", channel, n)
-        if status == MessageStatus.FAILED.value or delivery in failures:
+        if delivery != bounced and (status == MessageStatus.FAILED.value or delivery in failures):
             add("failed", channel, n)
         if delivery in (DeliveryStatus.DELIVERED.value, DeliveryStatus.READ.value):
             add("delivered", channel, n)
-        if delivery == DeliveryStatus.BOUNCED.value:
+        if delivery == bounced:
             add("bounced", channel, n)
     return counts
 
@@ -81,22 +87,21 @@ def recent_turn_seconds(session: Session) -> list[float]:
     """Seconds from a turn becoming due (the reply stored, the conversation
     created) to the agent's turn committed, for the turns among the latest
     :data:`TURN_WINDOW` state changes (newest first by id; the id index)."""
-    top = session.scalar(select(func.max(transitions.c.id))) or 0
-    later = transitions.alias("turn")
-    earlier = transitions.alias("before")
-    previous = (
-        select(func.max(earlier.c.id))
-        .where(earlier.c.instance_id == later.c.instance_id, earlier.c.id < later.c.id)
-        .scalar_subquery()
+    top = int(session.scalar(select(func.max(transitions.c.id))) or 0)
+    before = (
+        func.lag(transitions.c.created_at, type_=TIME)
+        .over(partition_by=transitions.c.instance_id, order_by=transitions.c.id)
+        .label("due_at")
     )
+    recent = (
+        select(transitions.c.event, transitions.c.created_at, before)
+        .where(transitions.c.id > top - TURN_WINDOW)
+        .subquery()
+    )
+    turns = (Event.AGENT_PROCESSES_REPLY.value, Event.AGENT_SENDS_FIRST_MESSAGE.value)
     rows = session.execute(
-        select(later.c.created_at, earlier.c.created_at)
-        .join(earlier, and_(earlier.c.id == previous))
-        .where(
-            later.c.id > int(top) - TURN_WINDOW,
-            later.c.event.in_(
-                [Event.AGENT_PROCESSES_REPLY.value, Event.AGENT_SENDS_FIRST_MESSAGE.value]
-            ),
+        select(recent.c.created_at, recent.c.due_at).where(
+            recent.c.event.in_(turns), recent.c.due_at.is_not(None)
         )
     )
     return [max(0.0, (done - due).total_seconds()) for done, due in rows]
