@@ -19,16 +19,16 @@ READONLY_TOKEN = "readonly-token-0123456789"
 METRICS_TOKEN = "metrics-token-0123456789"
 SESSION_SECRET = "session-secret-0123456789"
 ENV = {
-    "RELAY_TEST_OPERATOR": OPERATOR_TOKEN,
-    "RELAY_TEST_READONLY": READONLY_TOKEN,
-    "RELAY_TEST_SESSION": SESSION_SECRET,
+    "CONSOLE_OPERATOR_TOKEN": OPERATOR_TOKEN,
+    "CONSOLE_READONLY_TOKEN": READONLY_TOKEN,
+    "CONSOLE_SESSION_SECRET": SESSION_SECRET,
 }
 #: relay.toml's [console] (and the flat keys for make_relay) the tests use.
 CONSOLE_KEYS = {
     "console.enabled": True,
-    "console.operator_token_env": "RELAY_TEST_OPERATOR",
-    "console.readonly_token_env": "RELAY_TEST_READONLY",
-    "console.session_secret_env": "RELAY_TEST_SESSION",
+    "console.operator_token_env": "CONSOLE_OPERATOR_TOKEN",
+    "console.readonly_token_env": "CONSOLE_READONLY_TOKEN",
+    "console.session_secret_env": "CONSOLE_SESSION_SECRET",
 }
 MARKUP_NAME = "<script>alert('x')</script> Mallory"
 

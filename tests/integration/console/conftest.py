@@ -27,8 +27,8 @@ def served(
 
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("RELAY_TEST_METRICS", METRICS_TOKEN)
-    made = make_relay(db_url, None, **CONSOLE_KEYS, **{"metrics.token_env": "RELAY_TEST_METRICS"})
+    monkeypatch.setenv("METRICS_TOKEN", METRICS_TOKEN)
+    made = make_relay(db_url, None, **CONSOLE_KEYS, **{"metrics.token_env": "METRICS_TOKEN"})
     relay = Relay(made.store, made.config, made.clock)
     ids = seed(relay, tmp_path)
     port = free_port()
