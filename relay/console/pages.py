@@ -69,7 +69,7 @@ def parse_query(params: Mapping[str, str], states: Sequence[str]) -> PageQuery:
     for state in chosen:
         if state not in State.__members__:
             raise InvalidInput(f"unknown state {state!r}")
-    sort = params.get("sort") or "updated"
+    sort = params.get("sort") or "created"
     if sort not in SORTS:
         raise InvalidInput(f"unknown sort {sort!r} (sorts: {', '.join(SORTS)})")
     page_text = params.get("page") or "1"
@@ -113,7 +113,7 @@ def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
         last = reads.last_messages(session, ids)
         reasons = queries.latest_reasons(session, ids)
         campaigns = console_reads.campaign_names(session)
-        channels = console_reads.channel_names(session)
+    channels = channel_names(relay)
     listed = []
     for row in rows:
         message = last.get(row.id)
@@ -141,6 +141,13 @@ def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
         "states": [s.value for s in State],
         "sorts": list(SORTS),
     }
+
+
+def channel_names(relay: Relay) -> list[str]:
+    """The configured channels (for the list's filter), not a scan of conversations."""
+    names = {relay.config.settings.defaults.channel, "console"}
+    names |= {key.split(".")[1] for key in relay.config.values if key.startswith("channels.")}
+    return sorted(names)
 
 
 def _as_address(relay: Relay, contact: str | None) -> str | None:

@@ -25,8 +25,9 @@ from relay.store.tables import contacts, instances, messages
 
 #: Sort keys the console offers: (column, descending), ties broken by ``seq``.
 SORTS: dict[str, tuple[Any, bool]] = {
-    "updated": (instances.c.updated_at, True),
+    # Newest first, in the primary key's order (the default: no sort step).
     "created": (instances.c.seq, True),
+    "updated": (instances.c.updated_at, True),
     "oldest": (instances.c.updated_at, False),
     "next": (instances.c.next_heartbeat_at, False),
     "state": (instances.c.state, False),
@@ -44,7 +45,7 @@ class PageQuery:
     contact: str | None = None
     #: Part of the objective or the subject, any case.
     text: str | None = None
-    sort: str = "updated"
+    sort: str = "created"
     page: int = 1
     size: int = 50
 
@@ -104,21 +105,23 @@ def conversations_page(
     return rows[: query.size], len(rows) > query.size
 
 
-def campaign_names(session: Session) -> list[str]:
-    """Every campaign that has a conversation, by name (the campaign index)."""
-    rows = session.scalars(
-        select(instances.c.campaign)
-        .where(instances.c.campaign.is_not(None))
-        .group_by(instances.c.campaign)
-        .order_by(instances.c.campaign)
-    )
-    return [str(name) for name in rows]
-
-
-def channel_names(session: Session) -> list[str]:
-    """Channels conversations use (for the list's filter)."""
-    rows = session.scalars(select(instances.c.channel).distinct().order_by(instances.c.channel))
-    return [str(name) for name in rows]
+def campaign_names(session: Session, limit: int = 500) -> list[str]:
+    """Campaigns that have a conversation, by name: one index seek per campaign
+    (the next name after the last), not a scan of the campaign index."""
+    names: list[str] = []
+    after: str | None = None
+    column = instances.c.campaign
+    while len(names) < limit:
+        found = session.scalar(
+            select(func.min(column)).where(
+                column > after if after is not None else column.is_not(None)
+            )
+        )
+        if found is None:
+            break
+        names.append(str(found))
+        after = found
+    return names
 
 
 def first_replies_since(session: Session, campaign: str | None, since: datetime) -> Sequence[Any]:
