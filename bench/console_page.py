@@ -55,8 +55,8 @@ def seed(bench: Any, size: int) -> float:
             f"state = {STATES}, "
             "objective = CASE WHEN seq % 7 = 0 THEN 'renewal of the plan' "
             "ELSE objective END"))  # fmt: skip
-        if conn.dialect.name == "postgresql":
-            conn.commit()
+    if relay.store.engine.dialect.name == "postgresql":
+        with relay.store.engine.connect() as conn:
             conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
     relay.store.dispose()
     return round(time.monotonic() - started, 1)
