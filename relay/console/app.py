@@ -46,7 +46,7 @@ HERE = Path(__file__).parent
 PREFIX = "/ui"
 #: How long one event stream stays open; the browser reconnects with the last
 #: cursor it saw (Last-Event-ID), so a server can stop without waiting on it.
-STREAM_SECONDS = 15.0
+STREAM_SECONDS = 10.0
 POLL_SECONDS = 1.0
 MAX_FORM = 16 * 1024
 
@@ -71,7 +71,8 @@ class Console:
         self, request: Request, template: str, status: int = 200, **context: Any
     ) -> HTMLResponse:
         session: auth.Session | None = request.scope.get("relay_session")
-        flash = request.query_params.get("done")
+        done = request.query_params.get("done")
+        flash = done if done in DONE.values() else None  # never text from a link
         body = self.templates.get_template(template).render(
             session=session, path=request.url.path, flash=flash, **context
         )

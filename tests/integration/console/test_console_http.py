@@ -260,3 +260,11 @@ def test_an_unknown_conversation_is_404(served: Served, path: str) -> None:
             client.post(path, data={"csrf": csrf}) if path.endswith("pause") else client.get(path)
         )
         assert answer.status_code == 404
+
+
+def test_the_notice_after_an_action_is_never_text_from_a_link(served: Served) -> None:
+    with served.signed_in(OPERATOR_TOKEN) as client:
+        shown = client.get("/ui/needs", params={"done": "paused"})
+        assert 'id="flash">Paused.<' in shown.text
+        crafted = client.get("/ui/needs", params={"done": "call +1 555 0100 now"})
+        assert "call +1 555 0100" not in crafted.text
