@@ -167,7 +167,11 @@ def sign_in(driver: Any, base: str, token: str) -> None:
 
 
 def wait_for(driver: Any, condition: Any, seconds: float = 15) -> Any:
-    """Poll the page until ``condition(driver)`` is truthy (Selenium's own wait)."""
+    """Poll the page until ``condition(driver)`` is truthy (Selenium's own wait); an
+    element replaced by a live redraw meanwhile is looked up again."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, seconds, poll_frequency=0.1).until(condition)
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    wait = WebDriverWait(driver, seconds, poll_frequency=0.1, ignored_exceptions=ignored)
+    return wait.until(condition)
