@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,7 +106,7 @@ class Console:
     # -- signing in -------------------------------------------------------------------
 
     async def login_page(self, request: Request) -> Response:
-        token = request.cookies.get(auth.LOGIN_COOKIE) or auth.secrets.token_urlsafe(24)
+        token = request.cookies.get(auth.LOGIN_COOKIE) or secrets.token_urlsafe(24)
         response = self.render(
             request, "login.html", csrf=token, next=safe_next(request.query_params.get("next"))
         )

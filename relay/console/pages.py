@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from relay.core.errors import InvalidInput
+from relay.core.errors import InvalidInput, RelayError
 from relay.core.states import State
 from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
@@ -156,7 +156,7 @@ def _as_address(relay: Relay, contact: str | None) -> str | None:
         return None
     try:
         return relay.normalise(contact)
-    except Exception:
+    except RelayError:
         return None
 
 

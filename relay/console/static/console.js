@@ -11,7 +11,7 @@
 
   function redraw() {
     pending = null;
-    fetch(window.location.href, { credentials: "same-origin", headers: { "X-Relay-Live": "1" } })
+    fetch(window.location.href, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (!html) { return; }
