@@ -57,9 +57,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 class Console:
     """The pages over one :class:`Relay` whose actions are audited as the console's."""
 
-    def __init__(self, relay: Relay, gate: auth.Gate) -> None:
+    def __init__(
+        self, relay: Relay, gate: auth.Gate, throttle: auth.Throttle | None = None
+    ) -> None:
         self.relay = relay
         self.gate = gate
+        self.throttle = throttle or auth.Throttle()
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"),
             autoescape=select_autoescape(["html"], default=True),
@@ -117,12 +120,17 @@ class Console:
         form = await read_form(request)
         if not auth.same_token(request.cookies.get(auth.LOGIN_COOKIE), form.get("csrf")):
             return PlainTextResponse("missing or wrong CSRF token\n", status_code=403)
-        role = await run_in_threadpool(self.gate.sign_in, form.get("token", ""))
+        client = request.client.host if request.client else "?"
         target = safe_next(form.get("next"))
+        token = request.cookies.get(auth.LOGIN_COOKIE)
+        if self.throttle.blocked(client):
+            log.warning("console: sign-in refused: too many failures from %s", client)
+            busy = "Too many failed sign-ins from here; try again later."
+            return self.render(request, "login.html", 429, csrf=token, next=target, error=busy)
+        role = await run_in_threadpool(self.gate.sign_in, form.get("token", ""))
         if role is None:
-            client = request.client.host if request.client else "?"
+            self.throttle.failed(client)
             log.warning("console: a failed sign-in from %s", client)
-            token = request.cookies.get(auth.LOGIN_COOKIE)
             wrong = "Wrong token or password."
             return self.render(request, "login.html", 403, csrf=token, next=target, error=wrong)
         log.info("console: %s signed in", role)

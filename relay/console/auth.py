@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from relay.core.errors import ConfigError
@@ -150,3 +151,33 @@ class Gate:
 
 def same_token(expected: str | None, given: str | None) -> bool:
     return bool(expected and given) and hmac.compare_digest(str(expected), str(given))
+
+
+class Throttle:
+    """Failed sign-ins per client address: after ``limit`` within ``window``
+    seconds, that address is refused (429) until the oldest failure ages out.
+    Per process and in memory: it slows guessing, it is not an account lock."""
+
+    def __init__(
+        self, limit: int = 10, window: float = 900.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self._failures: dict[str, list[float]] = {}
+
+    def _recent(self, client: str) -> list[float]:
+        cutoff = self.clock() - self.window
+        kept = [t for t in self._failures.get(client, []) if t > cutoff]
+        if kept:
+            self._failures[client] = kept
+        else:
+            self._failures.pop(client, None)
+        return kept
+
+    def blocked(self, client: str) -> bool:
+        return len(self._recent(client)) >= self.limit
+
+    def failed(self, client: str) -> None:
+        self._recent(client)
+        self._failures.setdefault(client, []).append(self.clock())

@@ -27,6 +27,7 @@
     var data = {};
     try { data = JSON.parse(e.data); } catch (err) { return; }
     if (only && data.instance_id !== only) { return; }
-    if (pending === null) { pending = window.setTimeout(redraw, 250); }
+    // At most one redraw a second, however busy the log is.
+    if (pending === null) { pending = window.setTimeout(redraw, 1000); }
   });
 })();

@@ -81,3 +81,15 @@ def test_a_session_cookie_expires_and_cannot_be_forged() -> None:
     expired = auth.Gate(gate.credentials, b"k" * 32, -1)
     assert expired.session(expired.cookie_for(auth.OPERATOR)) is None
     assert gate.session("garbage") is None and gate.session(None) is None
+
+
+def test_sign_ins_are_throttled_per_client_after_ten_failures() -> None:
+    now = [1000.0]
+    throttle = auth.Throttle(limit=10, window=900, clock=lambda: now[0])
+    for _ in range(9):
+        throttle.failed("10.0.0.7")
+    assert not throttle.blocked("10.0.0.7")
+    throttle.failed("10.0.0.7")
+    assert throttle.blocked("10.0.0.7") and not throttle.blocked("10.0.0.8")
+    now[0] += 901  # the failures age out
+    assert not throttle.blocked("10.0.0.7")

@@ -40,6 +40,17 @@ def test_a_wrong_token_or_a_missing_login_csrf_is_refused(served: Served) -> Non
         assert no_csrf.status_code == 403
 
 
+def test_ten_wrong_tokens_lock_the_client_out_even_with_the_right_one(served: Served) -> None:
+    with served.client() as client:
+        csrf = csrf_of(client.get("/ui/login").text)
+        for _ in range(10):
+            wrong = client.post("/ui/login", data={"csrf": csrf, "token": "guess"})
+            assert wrong.status_code == 403
+        right = client.post("/ui/login", data={"csrf": csrf, "token": OPERATOR_TOKEN})
+        assert right.status_code == 429 and "Too many failed sign-ins" in right.text
+        assert "relay_console=" not in right.headers.get("set-cookie", "")
+
+
 def test_the_session_cookie_is_httponly_samesite_and_signed(served: Served) -> None:
     with served.client() as client:
         page = client.get("/ui/login")
