@@ -20,6 +20,7 @@ from typing import Any
 from relay.core.errors import ConfigError
 from relay.core.secrets import is_secret_key
 from relay.settings import (
+    BOOL,
     DEFAULTS,
     KEYS,
     KINDS,
@@ -58,6 +59,8 @@ def env_name(key: str) -> str:
 
 
 def _coerce(key: str, raw: str) -> Any:
+    if KINDS.get(key) == BOOL:
+        return raw.strip().lower() in {"1", "true", "yes", "on"}
     if isinstance(KINDS.get(key), int):
         try:
             return int(raw)

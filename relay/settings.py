@@ -32,6 +32,7 @@ OPTIONAL = "optional"  # text; empty means None (not set)
 DURATION = "duration"  # "90s", "30m", "1h30m", or a bare number of seconds as text
 SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``)
 TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
+BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
 
 Kind = str | int
 
@@ -186,6 +187,51 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class ConsoleSettings:
+    """``[console]``: the web console under ``/ui/`` of ``relay serve`` (off unless
+    ``enabled``). Tokens and the session key are named by environment variable."""
+
+    enabled: bool = key(
+        False, BOOL,
+        "serve the web console under `/ui/` of `relay serve` (see [the web console](console.md))",
+    )  # fmt: skip
+    operator_token_env: str = key(
+        "", TEXT,
+        "the variable holding the operator's token or password hash "
+        "(`python -m relay.console.passwords`)",
+    )  # fmt: skip
+    readonly_token_env: str = key("", TEXT, "the same for read-only users")
+    session_secret_env: str = key(
+        "", TEXT,
+        "the variable holding the key that signs session cookies; empty: a random key per "
+        "process",
+    )  # fmt: skip
+    session_max_age: timedelta = key("12h", DURATION, "how long a console session lasts")
+    #: Allow ``relay serve`` with the console on an address other than loopback.
+    allow_remote: bool = key(
+        False, BOOL,
+        "allow the console on a non-loopback `relay serve --host` (otherwise refused: put a "
+        "TLS proxy in front)",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: ``/metrics`` of ``relay serve`` (Prometheus text format)."""
+
+    enabled: bool = key(
+        True, BOOL,
+        "serve `GET /metrics` (Prometheus text) from `relay serve` (see "
+        "[operations](operations.md#metrics-prometheus))",
+    )  # fmt: skip
+    #: The environment variable holding the bearer token a scraper must send; "" = open.
+    token_env: str = key(
+        "", TEXT,
+        "the variable holding the bearer token a scraper must send; empty: `/metrics` is open",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Settings:
     """Relay's own keys, typed: a field per section, plus the ``[[notify]]`` tables."""
 
@@ -197,6 +243,8 @@ class Settings:
     optout: OptOutSettings
     daemon: DaemonSettings
     retention: RetentionSettings
+    console: ConsoleSettings
+    metrics: MetricsSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...] = key(
         [], TABLES,
@@ -252,6 +300,8 @@ def convert(key: str, value: Any, where: str) -> Any:
         return timedelta(seconds=value)  # TOML ``timeout = 60``
     if kind is None:
         return value
+    if kind == BOOL:
+        return _flag(key, value, where)
     if kind == TABLES:
         if not isinstance(value, list):
             raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
@@ -271,6 +321,12 @@ def _text(key: str, value: str, where: str, kind: str) -> Any:
             return parse_duration(value)
         except InvalidInput as exc:
             raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value
+
+
+def _flag(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
     return value
 
 

@@ -20,6 +20,8 @@ DOC = Path("docs") / "configuration.md"
 
 
 def _default(value: object) -> str:
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
     if value == "":
         return '`""`'
     if value == []:

@@ -66,6 +66,8 @@ def test_every_typed_field_is_a_declared_key_of_its_kinds_type() -> None:
         annotation = leaves[key.name]
         if isinstance(key.kind, int):
             assert annotation is int, key.name
+        elif key.kind == settings.BOOL:
+            assert annotation is bool, key.name
         elif key.kind == settings.TABLES:
             assert typing.get_origin(annotation) is tuple, key.name
         else:
