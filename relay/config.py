@@ -44,7 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "daemon.batch": 500,
     "retention.outbox_days": 30,
     "retention.transcript_days": 0,
-    # [[notify]] tables (relay.engine.notify checks their keys).
+    # [[notify]] tables (relay.engine.verbs.notify checks their keys).
     "notify": [],
 }
 

@@ -91,7 +91,7 @@ class Settings:
     optout: OptOutSettings
     daemon: DaemonSettings
     retention: RetentionSettings
-    #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
+    #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...]
 
 

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING
 from relay.core.errors import RelayError
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 PID_NAME = "daemon.pid"
 LOG_NAME = "daemon.log"

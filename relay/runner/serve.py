@@ -38,7 +38,7 @@ from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.serve")
 

@@ -140,8 +140,7 @@ class Handlers:
         token = request.path_params["token"]
         from starlette.concurrency import run_in_threadpool
 
-        from relay.engine import unsubscribe
-
+        from relay.engine.contacts import unsubscribe
         try:
             address, channel = await run_in_threadpool(unsubscribe.resolve, self.relay, token)
         except RelayError:
