@@ -41,6 +41,7 @@ from relay.core.errors import (
     Undeliverable,
 )
 from relay.engine.verbs import service
+from relay.engine.views.events import EventView
 from relay.engine.views.instances import (
     ContactView,
     DaemonView,
@@ -49,15 +50,8 @@ from relay.engine.views.instances import (
     StatusView,
     TransitionView,
 )
-from relay.engine.views.reports import (
-    ContactRow,
-    EventView,
-    InboxItem,
-    ResultView,
-    StatsView,
-    WatchRow,
-)
-from relay.store.database import open_store
+from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
+from relay.store.opening import open_store
 
 if TYPE_CHECKING:
     from relay.engine.contacts.chat_links import ChatLink
@@ -250,7 +244,7 @@ class Relay(service.Relay):
         """Be the daemon in this process until SIGTERM/SIGINT (``relay daemon``):
         holds the PID file under the data directory and, on SQLite, the database's
         daemon lock, so a second daemon here is refused."""
-        from relay.runner.process import run_daemon
+        from relay.runner.foreground import run_daemon
 
         run_daemon(self)
 

@@ -19,7 +19,7 @@ from relay.engine.verbs.service import Relay
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import ResultView
 from relay.runner.pulse import Pulse
-from relay.store.database import open_store
+from relay.store.opening import open_store
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"

@@ -14,7 +14,7 @@ from relay.channels import telegram, twilio, twilio_signature, webhook
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.core.values import InboundKind
-from relay.runner.serve import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
+from relay.runner.serve_http import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
 
 log = logging.getLogger("relay.serve")
 

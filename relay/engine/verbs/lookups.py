@@ -18,15 +18,9 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import State
 from relay.core.values import MessageStatus
+from relay.engine.views.events import EventView
 from relay.engine.views.instances import DaemonView, StatusView
-from relay.engine.views.reports import (
-    ContactRow,
-    EventView,
-    InboxItem,
-    ResultView,
-    StatsView,
-    WatchRow,
-)
+from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
 from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store

@@ -37,7 +37,7 @@ from relay.core.jsonshape import versioned
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
-    from relay.engine.views.reports import EventView
+    from relay.engine.views.events import EventView
 
 log = logging.getLogger("relay.notify")
 

@@ -12,8 +12,9 @@ from sqlalchemy.orm import Session
 from relay.core.answers import AnswerSpec, parse_spec, parse_todo
 from relay.core.errors import InvalidInput
 from relay.engine.turns.answers import schema_errors
+from relay.engine.views.events import EventView
 from relay.engine.views.instances import MessageView, TodoView
-from relay.engine.views.reports import EventView, ResultTodo, ResultView
+from relay.engine.views.reports import ResultTodo, ResultView
 from relay.store import contact_rows, queries
 from relay.store import events as store_events
 from relay.store.models import Instance

@@ -28,7 +28,8 @@ from relay.engine.verbs.starting import Starting
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import why
 from relay.store import arrivals, contact_rows, instance_rows, queries
-from relay.store.database import Store, open_store
+from relay.store.database import Store
+from relay.store.opening import open_store
 
 # The write side (transitions, audit, inbound, the outbox, the ORM's mapped
 # classes) is imported by the verbs that use it: a read command (list, show,

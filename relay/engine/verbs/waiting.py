@@ -28,8 +28,8 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 from relay.engine.conversation.events import Kind
 from relay.engine.verbs.program import last_cursor, parse_cursor
+from relay.engine.views.events import EventView
 from relay.engine.views.instances import InstanceView
-from relay.engine.views.reports import EventView
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay

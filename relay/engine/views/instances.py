@@ -18,7 +18,7 @@ from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
 
 if TYPE_CHECKING:
-    from relay.engine.views.reports import EventView
+    from relay.engine.views.events import EventView
     from relay.store.models import Instance, Message, Todo, Transition
 
 
