@@ -30,13 +30,13 @@ from relay.channels.base import Inbound
 from relay.core.errors import InvalidInput
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts import unsubscribe
-from relay.engine.contacts.addresses import Address
+from relay.engine.contacts.addresses import Address, normalise_address
 from relay.engine.conversation import audit
 from relay.store import aliases
 from relay.store.models import Contact
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.chat_links")
 
@@ -78,19 +78,19 @@ def _payload(channel: str, contact_id: int) -> str:
     return f"start:{channel}:{contact_id}"
 
 
-def link(relay: Relay, channel: str, contact: str) -> ChatLink:
-    """The deep link that binds a chat on ``channel`` to ``contact`` (created if new).
-    A bad channel or a missing ``bot_username`` is refused before anything is written."""
-    built = relay.channel(channel)
+def link(runtime: Runtime, channel: str, built: Any, contact: str) -> ChatLink:
+    """The deep link that binds a chat on ``channel`` (``built``, the channel object)
+    to ``contact`` (created if new). A bad channel or a missing ``bot_username`` is
+    refused before anything is written."""
     deep_link = getattr(built, "deep_link", None)
     if not callable(deep_link):
         raise InvalidInput(f"channel {channel} cannot bind chats: links are for telegram channels")
     deep_link("0")  # a missing bot_username is refused before anything is written
-    address = relay.address(contact)
+    address = normalise_address(contact, runtime.config.settings.defaults.region)
     if address.kind == "telegram":
         raise InvalidInput(f"{address.value} is a chat id already: start conversations with it")
-    with relay.store.transaction() as session:
-        now = relay.now()
+    with runtime.store.transaction() as session:
+        now = runtime.now()
         person = contacts.find_or_create(session, address, now)
         token = start_token(unsubscribe.tokens(session, now), channel, person.id)
         bound = aliases.address_for(session, channel, person.id)

@@ -24,14 +24,14 @@ from relay.store.ids import new_instance_id
 from relay.store.models import Contact
 
 if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
     from relay.engine.verbs.new_conversation import NewConversation
-    from relay.engine.verbs.service import Relay
 
 QUEUED_REASON = "another conversation with this contact is live"
 
 
 def create_many(
-    relay: Relay, session: Session, specs: list[NewConversation], now: datetime, actor: str
+    relay: Runtime, session: Session, specs: list[NewConversation], now: datetime, actor: str
 ) -> list[tuple[str, str] | str]:
     """For each spec, ``(instance id, state)`` or the reason it was not started."""
     people = _contacts(relay, session, [s.address for s in specs], now)
@@ -60,7 +60,7 @@ def create_many(
 
 
 def _contacts(
-    relay: Relay, session: Session, addresses: list[str], now: datetime
+    relay: Runtime, session: Session, addresses: list[str], now: datetime
 ) -> dict[str, Contact]:
     found = reads.contacts_by_address(session, addresses)
     missing = sorted(set(addresses) - set(found))
@@ -77,7 +77,7 @@ def _contacts(
 
 
 def _rows(
-    relay: Relay,
+    relay: Runtime,
     spec: NewConversation,
     contact_id: int,
     queued: bool,

@@ -47,7 +47,8 @@ class ContactVerbs:
         """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
         ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
         from relay.engine.contacts import chat_links
-        return chat_links.link(cast("Relay", self), channel, contact)
+        relay = cast("Relay", self)
+        return chat_links.link(relay, channel, relay.channel(channel), contact)
 
     def contact(self, contact: str) -> ContactView:
         address = self.normalise(contact)

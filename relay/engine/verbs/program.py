@@ -20,7 +20,7 @@ from relay.store import events as store_events
 from relay.store.models import Instance
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 #: The largest ``meta`` object relay keeps (as JSON), so events stay small.
 MAX_META = 4096
@@ -117,7 +117,7 @@ def parse_cursor(since: int | str | None) -> int:
 
 
 def read_events(
-    relay: Relay,
+    relay: Runtime,
     *,
     since: int | str | None,
     instance_ids: Sequence[str] | None,
@@ -150,6 +150,6 @@ def read_events(
         ]
 
 
-def last_cursor(relay: Relay) -> int:
+def last_cursor(relay: Runtime) -> int:
     with relay.store.read_transaction() as session:
         return store_events.last_id(session)
