@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from relay.core.states import PAUSED_STATES, SLOT_STATES, values
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.tables import metadata
 

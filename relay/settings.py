@@ -245,7 +245,7 @@ class Settings:
     retention: RetentionSettings
     console: ConsoleSettings
     metrics: MetricsSettings
-    #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
+    #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...] = key(
         [], TABLES,
         "`[[notify]]` tables: a webhook `url` or a `command` told of chosen `events` "

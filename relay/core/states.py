@@ -225,7 +225,7 @@ def delivers(state: State) -> bool | None:
 
 class Effect(StrEnum):
     """What a transition does to the row besides setting the state, by the states
-    it leaves and enters (``relay.engine.transitions`` carries them out)."""
+    it leaves and enters (``relay.engine.conversation.transitions`` carries them out)."""
 
     START_HEARTBEAT = "start_heartbeat"  # the countdown to a follow-up starts
     STOP_HEARTBEAT = "stop_heartbeat"  # it stops (a pause keeps the time left)
