@@ -112,6 +112,16 @@ FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
+#: Names for a narrow column that still tell every state apart (those not named
+#: here are short already); ``relay watch`` uses them below full width.
+SHORT_STATES: dict[str, str] = {
+    "WAITING_FOR_REPLY": "WAIT REPLY",
+    "WAITING_FOR_AGENT": "WAIT AGENT",
+    "HEARTBEAT_SCHEDULED": "HEARTBEAT",
+    "NEEDS_HUMAN_INTERVENTION": "NEEDS HUMAN",
+}
+
+
 def family(state_name: str) -> str:
     """``live``, ``waiting``, ``needs you``, ``done`` or ``failed``."""
     for name, (_style, members) in FAMILIES.items():
@@ -120,9 +130,11 @@ def family(state_name: str) -> str:
     return "live"
 
 
-def state_text(state_name: str, suffix: str = "") -> Text:
-    """A state in its family's colour (plain where colour is off)."""
-    return Text(clean(state_name) + clean(suffix), style=FAMILIES[family(state_name)][0])
+def state_text(state_name: str, suffix: str = "", *, short: bool = False) -> Text:
+    """A state in its family's colour (plain where colour is off); ``short``: its
+    narrow-column name (:data:`SHORT_STATES`)."""
+    shown = SHORT_STATES.get(state_name, state_name) if short else state_name
+    return Text(clean(shown) + clean(suffix), style=FAMILIES[family(state_name)][0])
 
 
 @dataclass(frozen=True)

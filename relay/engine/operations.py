@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
-from relay.engine.report_views import ContactRow, InboxItem
+from relay.engine.report_views import ContactRow, InboxItem, contact_name
 from relay.engine.views import MessageView
 from relay.store import instance_rows, reads
 from relay.store.contact_rows import address_of
@@ -28,7 +28,7 @@ def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[
         ContactRow(
             address=person.address,
             kind=person.kind,
-            name=str((person.fields or {}).get("name") or "") or None,
+            name=contact_name(person.fields),
             timezone=person.timezone,
             fields=dict(person.fields or {}),
             opted_out_at=person.opted_out_at,
