@@ -12,6 +12,7 @@ interval instead (``--count`` stops after that many).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from datetime import datetime
@@ -106,7 +107,7 @@ def _live(filters: dict[str, Any], every: float, count: int, *, keyboard: bool) 
                 view.rows, now = relay.watch(**filters), relay.now()
                 fetched += 1
                 due = time.monotonic() + every
-            width, height = console.size
+            width, height = _screen_size(console)
             live.update(
                 watch_screen.draw(view, now, width, height, limit=filters["limit"]), refresh=True
             )
@@ -114,6 +115,17 @@ def _live(filters: dict[str, Any], every: float, count: int, *, keyboard: bool) 
             for key in read(max(0.0, due - time.monotonic())):
                 if not view.press(key, page):
                     return
+
+
+def _screen_size(console: Any) -> tuple[int, int]:
+    """The terminal's size now (it may have been resized): the screen must fit it,
+    whatever a stale COLUMNS in the environment says."""
+    try:
+        size = os.get_terminal_size(sys.stdout.fileno())
+    except OSError:
+        return console.size  # type: ignore[no-any-return]
+    console.size = (size.columns, size.lines)
+    return size.columns, size.lines
 
 
 def _no_keys(timeout: float) -> list[str]:

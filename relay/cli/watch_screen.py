@@ -228,7 +228,8 @@ def _fit(
         for i, column in enumerate(COLUMNS)
     ]
     need = [min(content[i], c.least) if c.flex else content[i] for i, c in enumerate(COLUMNS)]
-    keep = list(range(len(COLUMNS)))
+    # A column no row has anything in (no names, no queue) is left out first.
+    keep = [i for i, _ in enumerate(COLUMNS) if any(row[i].plain for row in table)]
     while len(keep) > 1 and sum(need[i] for i in keep) + GAP * (len(keep) - 1) > width:
         keep.remove(min(keep, key=lambda i: COLUMNS[i].rank))
     widths = {i: need[i] for i in keep}
@@ -256,7 +257,7 @@ def draw(view: View, now: datetime, width: int, height: int, *, limit: int) -> G
     columns, widths, cells = layout(visible, now, width)
     table = Table(
         box=None, padding=(0, GAP // 2), pad_edge=False, show_edge=False, expand=False,
-        header_style="bold reverse", collapse_padding=True,
+        header_style="bold reverse",
     )  # fmt: skip
     for column, size in zip(columns, widths, strict=True):
         table.add_column(
