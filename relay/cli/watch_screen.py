@@ -193,13 +193,12 @@ class View:
 
 
 def matches(row: WatchRow, query: str) -> bool:
-    """Whether the row holds every word of ``query`` (any case) in its id, state,
-    contact, name, campaign, objective or last message."""
-    haystack = " ".join(
-        filter(None, (row.id, row.state, row.contact, row.contact_name, row.campaign,
-                      row.objective, row.last_message))
-    ).casefold()  # fmt: skip
-    return all(word in haystack for word in query.casefold().split())
+    """Whether ``query`` (any case) appears in the row's id, state, contact, name,
+    campaign, objective or last message: one field holds it whole."""
+    fields = (row.id, row.state, row.contact, row.contact_name, row.campaign,
+              row.objective, row.last_message)  # fmt: skip
+    wanted = query.casefold()
+    return any(wanted in value.casefold() for value in fields if value)
 
 
 def page_size(height: int) -> int:
