@@ -188,10 +188,7 @@ def list_(
         return
     instance_render.render_list(views)
     if more:
-        render.note(
-            f"Showing the newest {limit}; there are more (--limit {limit * 4} shows up to "
-            f"{limit * 4}, --state or --campaign narrows)."
-        )
+        render.note(f"Showing the newest {limit}; --limit {limit * 4} shows more.")
 
 
 def show(

@@ -210,12 +210,16 @@ def layout(
     rows: Sequence[WatchRow], now: datetime, width: int
 ) -> tuple[list[Column], list[int], list[list[Text]]]:
     """The columns shown at ``width``, their widths and the cells: full state
-    names where the essential columns fit with them, short ones otherwise."""
-    for short in (False, True):
-        columns, widths, cells = _fit(rows, now, width, short)
-        if {c.name for c in columns} >= ESSENTIAL:
-            break
-    return columns, widths, cells
+    names where they cost no column (the essential ones least of all), short
+    names where those make room for more."""
+    full = _fit(rows, now, width, short=False)
+    short = _fit(rows, now, width, short=True)
+
+    def worth(fitted: tuple[list[Column], list[int], list[list[Text]]]) -> tuple[bool, int]:
+        names = {c.name for c in fitted[0]}
+        return names >= ESSENTIAL, len(names)
+
+    return full if worth(full) >= worth(short) else short
 
 
 def _fit(
