@@ -129,11 +129,11 @@ def _due_key(row: WatchRow) -> tuple[int, str]:
 #: The orders ``s`` goes through: name and key (None: as the store gave them,
 #: needs-you first then the latest changed).
 SORTS: tuple[tuple[str, Callable[[WatchRow], Any] | None], ...] = (
-    ("needs you first", None),
-    ("next step due", _due_key),
+    ("needs you", None),
+    ("next due", _due_key),
     ("state", _rank_key),
     ("contact", lambda r: (_contact(r).casefold(), r.id)),
-    ("oldest change", lambda r: (r.updated_at, r.id)),
+    ("oldest", lambda r: (r.updated_at, r.id)),
 )
 
 

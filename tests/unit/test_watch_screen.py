@@ -85,7 +85,7 @@ def test_the_footer_says_how_many_more_and_counts_each_family() -> None:
     rows = [_row(n) for n in range(50)] + [_row(99, "NEEDS_HUMAN_INTERVENTION")]
     view = watch_screen.View(rows=rows)
     assert _screen(view, 80)[-1] == (
-        "1-21 of 51 · 30 more · 50 waiting, 1 needs you · sort: needs you first"
+        "1-21 of 51 · 30 more · 50 waiting, 1 needs you · sort: needs you"
     )
     view.press("end", 21)
     assert _screen(view, 80)[-1].startswith("31-51 of 51 · end")
