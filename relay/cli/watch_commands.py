@@ -123,7 +123,7 @@ def _screen_size(console: Any) -> tuple[int, int]:
     try:
         size = os.get_terminal_size(sys.stdout.fileno())
     except OSError:
-        return console.size  # type: ignore[no-any-return]
+        return console.size
     console.size = (size.columns, size.lines)
     return size.columns, size.lines
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -27,6 +26,8 @@ from relay.core.forecasts import Forecast, Next
 from relay.core.states import LIFECYCLE
 
 if TYPE_CHECKING:
+    from rich.console import Group
+
     from relay.api import WatchRow
 
 #: Between columns (no borders: every column counts on a narrow terminal).
@@ -249,6 +250,8 @@ def _fit(
 
 def draw(view: View, now: datetime, width: int, height: int, *, limit: int) -> Group:
     """One screen: the title, a page of rows from ``view.offset``, the footer."""
+    from rich.console import Group  # the screen only: read commands never load it
+
     shown = view.shown()
     page = page_size(height)
     view.clamp(page)
