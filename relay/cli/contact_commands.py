@@ -76,6 +76,7 @@ def list_(
             ]
             for r in rows
         ),
+        empty="No contacts yet.",
     )
 
 

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from relay import __version__
-from relay.cli import coercion, placeholders, render, resume_collector
+from relay.cli import coercion, panels, placeholders, render, resume_collector
 from relay.cli.session import state
 from relay.core.errors import Refused, RelayError
 
@@ -44,6 +44,9 @@ class RelayGroup(TyperGroup):
     Doing it here (not only in the console script) means Typer's test runner
     sees exactly what a user sees.
     """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return panels.ordered(super().list_commands(ctx))
 
     def invoke(self, ctx: Any) -> Any:
         # Everything relay writes (database, logs, console files, PID file) names
@@ -170,6 +173,7 @@ def register() -> None:
         serve_commands,
     ):
         module.register(app)
+    panels.apply(app)
 
 
 register()

@@ -20,7 +20,14 @@ from relay.core.states import QUEUED_STATE, State
 from relay.core.values import MessageStatus
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import DaemonView, StatusView
-from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
+from relay.engine.views.reports import (
+    ContactRow,
+    InboxItem,
+    ResultView,
+    StatsView,
+    WatchRow,
+    contact_name,
+)
 from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store
@@ -162,9 +169,11 @@ class Lookups:
                 campaign=campaign,
                 limit=limit,
             )
-            last = reads.last_messages(session, [inst.id for inst, _, _ in rows])
+            last = reads.last_messages(session, [row[0].id for row in rows])
+        now = self.now()
         return [
-            _watch_row(inst, address, depth, last.get(inst.id)) for inst, address, depth in rows
+            _watch_row(inst, address, depth, fields, last.get(inst.id), now)
+            for inst, address, depth, fields in rows
         ]
 
     # -- the operator's inbox -------------------------------------------------
@@ -231,10 +240,21 @@ def _unattended(overdue: int, last_seen: datetime | None, now: datetime) -> list
     ]
 
 
-def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:
+def _watch_row(
+    instance: Instance,
+    address: str,
+    depth: int,
+    fields: dict[str, Any] | None,
+    last: Message | None,
+    now: datetime,
+) -> WatchRow:
+    from relay.engine.conversation.forecast import at_a_glance
+
     return WatchRow(
         id=instance.id,
         contact=address,
+        contact_name=contact_name(fields),
+        next=at_a_glance(instance, now),
         state=instance.state,
         previous_state=instance.previous_state,
         objective=instance.objective,
