@@ -30,6 +30,7 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
             ("live instance", view.live_instance),
             ("queued", ", ".join(view.queued) or "-"),
+            *([("in flight", str(view.in_flight))] if view.in_flight else []),
         ]
     )
     if view.unrouted:

@@ -326,6 +326,9 @@ class ContactView:
     queued: tuple[str, ...]
     unrouted: tuple[MessageView, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
+    #: After an opt-out: messages to the contact handed to a provider from its
+    #: commit on (:mod:`relay.engine.settling`); they may still arrive.
+    in_flight: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -338,6 +341,7 @@ class ContactView:
             "live_instance": self.live_instance,
             "queued": list(self.queued),
             "unrouted": [m.to_json() for m in self.unrouted],
+            "in_flight": self.in_flight,
         }
 
 
