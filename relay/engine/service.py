@@ -281,14 +281,18 @@ class Relay(Starting, ContactVerbs, Lookups):
         from relay.store import failures
 
         try:
-            return self._ingest(channel, incoming, read_from, careful=False)
+            return failures.retry_conflicts(
+                lambda: self._ingest(channel, incoming, read_from, careful=False)
+            )
         except Exception as exc:
             if failures.is_transient(exc):
                 raise
             # One item the database refuses must not hold back the others (and
             # the position): store them one by one, that one kept aside.
             log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
-            return self._ingest(channel, incoming, read_from, careful=True)
+            return failures.retry_conflicts(
+                lambda: self._ingest(channel, incoming, read_from, careful=True)
+            )
 
     def _ingest(
         self, channel: str, incoming: Incoming, read_from: str | object | None, *, careful: bool

@@ -10,8 +10,18 @@ itself or kept aside so that it never holds back the items after it.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+T = TypeVar("T")
+log = logging.getLogger("relay.store")
+
+#: How many times a transaction the database aborted to break a conflict is run.
+CONFLICT_ATTEMPTS = 4
 
 #: SQLSTATEs of a transaction the database aborted to break a conflict:
 #: serialization_failure, deadlock_detected.
@@ -41,3 +51,17 @@ def kind(exc: BaseException) -> str:
     state = sqlstate(exc)
     name = type(getattr(exc, "orig", None) or exc).__name__
     return f"{name} ({state})" if state else name
+
+
+def retry_conflicts(transaction: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Run ``transaction`` (which opens and commits its own), again when the
+    database aborted it to break a deadlock or a serialization conflict: nothing
+    of it was committed, and the other side has gone on by the time it runs again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return transaction()
+        except DBAPIError as exc:
+            if attempt == attempts or not is_conflict(exc):
+                raise
+            log.info("transaction aborted (%s); running it again (%d)", kind(exc), attempt)
+    raise AssertionError("unreachable")
