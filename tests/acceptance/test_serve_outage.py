@@ -55,7 +55,7 @@ def post(client: Any, ident: str) -> Any:
 def test_serve_answers_503_through_an_outage_logs_once_and_recovers(
     served: Any,
     cluster: Cluster,
-    caplog: pytest.LogCaptureFixture,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     relay, client = served
     assert post(client, "w-0").status_code == 200
