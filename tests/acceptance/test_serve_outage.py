@@ -54,7 +54,7 @@ def post(client: Any, ident: str) -> Any:
 
 def test_serve_answers_503_through_an_outage_logs_once_and_recovers(
     served: Any,
-    cluster: Cluster,
+    cluster: Cluster,  # noqa: F811 - the fixture
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     relay, client = served
