@@ -25,7 +25,7 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine import chat_links, events, transitions, unsubscribe
+from relay.engine import chat_links, events, receipt_order, transitions, unsubscribe
 from relay.engine.addresses import Address
 from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
@@ -284,9 +284,7 @@ def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetim
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
         return False
     status = DeliveryStatus(receipt.status)
-    message.delivery_status = status.value
-    message.delivery_updated_at = receipt.at or now
-    if not status.failed:
+    if not receipt_order.record(message, status, receipt.at, now) or not status.failed:
         return True
     message.status = MessageStatus.FAILED.value
     message.next_attempt_at = None

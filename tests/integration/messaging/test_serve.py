@@ -305,3 +305,15 @@ def test_an_old_unsubscribe_link_after_an_opt_in_opts_out_again(served: tuple[An
     assert relay.contact(PHONE).opted_out_at is None
     assert client.post(f"/unsubscribe/{token}").status_code == 200
     assert relay.contact(PHONE).opted_out_at is not None
+
+
+def test_a_push_without_a_provider_id_retried_is_stored_once(served: tuple[Any, Any]) -> None:
+    relay, client = served
+    body = json.dumps({"from": PHONE, "text": "No id here"}).encode()
+    for _ in range(3):
+        answer = client.post("/webhook/hook/inbound", content=body, headers=signed_webhook(body))
+        assert answer.status_code == 200
+    form = {"From": PHONE, "To": NUMBER, "Body": "No sid", "AccountSid": ACCOUNT}
+    for _ in range(2):
+        assert twilio_post(client, "/twilio/sms/inbound", form).status_code == 200
+    assert inbound_count(relay) == 2
