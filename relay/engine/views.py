@@ -16,6 +16,7 @@ from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
+from relay.core.secrets import mask_text
 
 if TYPE_CHECKING:
     from relay.engine.report_views import EventView
@@ -146,8 +147,8 @@ class InstanceView:
             channel=instance.channel,
             agent=instance.agent,
             window=instance.window,
-            failure_reason=instance.failure_reason,
-            end_reason=instance.end_reason,
+            failure_reason=_masked(instance.failure_reason),
+            end_reason=_masked(instance.end_reason),
             created_at=instance.created_at,
             updated_at=instance.updated_at,
             ended_at=instance.ended_at,
@@ -232,7 +233,7 @@ class MessageView:
             status=message.status,
             channel=message.channel,
             attempts=message.attempts,
-            last_error=message.last_error,
+            last_error=_masked(message.last_error),
             created_at=message.created_at,
             sent_at=message.sent_at,
             kind=message.kind or "message",
@@ -298,7 +299,7 @@ class TransitionView:
             row.to_state,
             row.event,
             row.actor,
-            row.reason,
+            _masked(row.reason),
             row.created_at,
         )
 
@@ -393,3 +394,9 @@ class StatusView:
             "last_daemon_seen": isoformat(self.last_daemon_seen),
             "warnings": list(self.warnings),
         }
+
+
+def _masked(text: str | None) -> str | None:
+    """Errors and reasons as shown: a secret a channel's error quoted (a password
+    in a URL, a token) is masked, also in rows stored before relay masked them."""
+    return None if text is None else mask_text(text)
