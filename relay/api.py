@@ -60,6 +60,7 @@ from relay.engine.views import (
 from relay.store.database import open_store
 
 if TYPE_CHECKING:
+    from relay.engine.backends import channels_of_type
     from relay.engine.campaigns import ImportReport
     from relay.engine.chat_links import ChatLink
     from relay.engine.doctor import Finding
@@ -97,6 +98,7 @@ __all__ = [
     "TransitionView",
     "Undeliverable",
     "WatchRow",
+    "channels_of_type",
     "configure_logging",
     "create_database",
     "daemon_log_path",
@@ -116,6 +118,7 @@ __all__ = [
 _LAZY = {
     "ChatLink": "relay.engine.chat_links",
     "ImportReport": "relay.engine.campaigns",
+    "channels_of_type": "relay.engine.backends",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.program",
 }

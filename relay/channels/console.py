@@ -59,11 +59,18 @@ def _setting_path(settings: Mapping[str, Any], key: str, default_name: str) -> P
 
 @contextmanager
 def _locked(path: Path, mode: str) -> Iterator[IO[Any]]:
-    """Open ``path`` and hold an exclusive lock on it; closing the file releases the lock."""
+    """Open ``path`` and hold an exclusive lock on it; closing the file releases the lock.
+
+    Created owner-only (0600) whoever calls, the CLI or the Python API: it holds
+    what contacts are told."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, mode) as handle:
+    with open(path, mode, opener=_owner_only) as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         yield handle
+
+
+def _owner_only(name: str, flags: int) -> int:
+    return os.open(name, flags, 0o600)
 
 
 def _complete_lines(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], int]:

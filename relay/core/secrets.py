@@ -93,6 +93,12 @@ def mask_text(text: str) -> str:
     return _QUERY.sub(lambda m: m.group("head") + MASK, text)
 
 
+def mask_optional(text: str | None) -> str | None:
+    """:func:`mask_text` of an error or a reason that may be missing (as views show
+    them: rows stored before relay masked them are masked when read)."""
+    return None if text is None else mask_text(text)
+
+
 def mask_value(key: str, value: object) -> object:
     """How ``relay config show`` displays a setting: secrets as ``***``, URLs masked."""
     if is_secret_key(key) and value not in (None, ""):

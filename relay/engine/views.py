@@ -16,7 +16,7 @@ from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
-from relay.core.secrets import mask_text
+from relay.core.secrets import mask_optional as _masked
 
 if TYPE_CHECKING:
     from relay.engine.report_views import EventView
@@ -394,9 +394,3 @@ class StatusView:
             "last_daemon_seen": isoformat(self.last_daemon_seen),
             "warnings": list(self.warnings),
         }
-
-
-def _masked(text: str | None) -> str | None:
-    """Errors and reasons as shown: a secret a channel's error quoted (a password
-    in a URL, a token) is masked, also in rows stored before relay masked them."""
-    return None if text is None else mask_text(text)
