@@ -16,13 +16,15 @@ The workload, drawn from a seeded ``random.Random`` (the seed is printed):
   "STOP" (opt-out) and "START" (opt-in);
 * ``relay pause``, ``resume``, ``cancel`` and ``send`` on known conversations, their
   ``--json`` answers recorded (the acknowledgement, with ``in_flight``);
+* ``relay contact opt-out`` of a random contact, its ``--json`` answer recorded;
 * ``relay tick`` and reads;
 * a killer that SIGKILLs a random daemon every few seconds and restarts it at once.
 
 Then the workload stops, the daemons settle (polled with a deadline), and
 :func:`check` counts what must be zero: lost inbound, duplicate deliveries,
-deliveries after an acknowledged cancel or pause (beyond what the acknowledgement
-reported ``in_flight``), out-of-order deliveries, stranded instances and messages,
+deliveries after an acknowledged cancel, pause or opt-out (beyond what the
+acknowledgement reported ``in_flight``; for an opt-out, until the contact opts back
+in), out-of-order deliveries, stranded instances and messages,
 and ``relay doctor`` findings.
 """
 
