@@ -16,13 +16,23 @@ from relay.store.models import Instance, Message
 
 
 def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
-    """Outbound for the contact still queued (not yet being sent)."""
+    """Outbound for the contact still queued (not yet being sent), locked.
+
+    Locked, so that a claim taking one of them at this moment goes first: on
+    PostgreSQL the lock waits for the claim's commit and then re-reads the row,
+    which is ``sending`` by then and no longer matches (an opt-out then waits
+    for that send, see ``relay.engine.settling``). Unlocked, the opt-out's UPDATE
+    overwrote the claim's ``sending`` with ``blocked`` after the claim committed,
+    and the dispatcher sent it all the same, after the opt-out had returned."""
     return session.scalars(
-        select(Message).where(
+        select(Message)
+        .where(
             Message.contact_id == contact_id,
             Message.direction == Direction.OUTBOUND.value,
             Message.status == MessageStatus.QUEUED.value,
         )
+        .with_for_update()
+        .execution_options(populate_existing=True)
     ).all()
 
 
