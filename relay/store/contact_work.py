@@ -21,7 +21,7 @@ def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
     Locked, so that a claim taking one of them at this moment goes first: on
     PostgreSQL the lock waits for the claim's commit and then re-reads the row,
     which is ``sending`` by then and no longer matches (an opt-out then waits
-    for that send, see ``relay.engine.settling``). Unlocked, the opt-out's UPDATE
+    for that send, see ``relay.engine.contacts.settling``). Unlocked, the opt-out's UPDATE
     overwrote the claim's ``sending`` with ``blocked`` after the claim committed,
     and the dispatcher sent it all the same, after the opt-out had returned."""
     return session.scalars(

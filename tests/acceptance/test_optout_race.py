@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from relay.engine import settling
+from relay.engine.contacts import settling
 from relay.runner.pulse import Pulse
 from relay.testing import PHONE, RecordingChannel
 

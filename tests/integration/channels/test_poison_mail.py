@@ -119,7 +119,7 @@ def test_an_item_the_database_refuses_is_kept_aside_and_the_rest_stored(
     mail_relay, imap_server, monkeypatch
 ):
     """The careful path: a batch that fails for its data is stored item by item."""
-    from relay.engine import inbound as inbound_module
+    from relay.engine.inbound import ingest as inbound_module
 
     real = inbound_module.store_arrival
 
