@@ -262,7 +262,7 @@ class EmailChannel:
         if self.imap is None:
             return Incoming(cursor=cursor)
         from relay.channels.mail.headers import unreadable_mail
-        from relay.channels.mail.parse import Mailbox, parse_mail
+        from relay.channels.mail.parse import MAX_RAW, Mailbox, parse_mail
 
         fetched, moved = self.poller().fetch(cursor)
         mailbox = Mailbox(self.identity.address, self.identity.unsubscribe_address)
@@ -274,7 +274,7 @@ class EmailChannel:
                 meaning = parse_mail(item.raw, item.arrived, mailbox)
             except Exception as exc:  # one malformed mail must not stop the mailbox forever
                 log.warning("channel %s: cannot read mail UID %s: %r", self.name, item.uid, exc)
-                rejected.append(unreadable_mail(item.uid, item.raw, exc))
+                rejected.append(unreadable_mail(item.uid, item.raw[:MAX_RAW], exc))
                 continue
             if isinstance(meaning, Receipt):
                 receipts.append(meaning)

@@ -58,11 +58,10 @@ def _readable(part: Message, name: str, value: str) -> bool:
 
 
 def unreadable_mail(uid: int, raw: bytes, exc: Exception) -> Rejected:
-    """A mail the parser could not read, as a rejected arrival: its bytes kept, its
-    sender and Message-ID read from the raw header lines where they can be."""
+    """A mail the parser could not read, as a rejected arrival: its bytes kept (the
+    caller cuts an oversize one), its sender and Message-ID read from the raw
+    header lines where they can be."""
     import re
-
-    from relay.channels.mail.parse import MAX_RAW
 
     head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0].decode("utf-8", "replace")
     sender = re.search(r"(?im)^from:[^\n]*?([^\s<>\"]+@[^\s<>\"]+)", head)
@@ -70,7 +69,7 @@ def unreadable_mail(uid: int, raw: bytes, exc: Exception) -> Rejected:
     detail = " ".join(str(exc).split()) or type(exc).__name__
     return Rejected(
         reason=f"unreadable mail (UID {uid}): {type(exc).__name__}: {detail}",
-        raw=raw_for_store(raw[:MAX_RAW]),
+        raw=raw_for_store(raw),
         sender=sender.group(1).lower() if sender else "",
         provider_message_id=message_id.group(1) if message_id else None,
     )
