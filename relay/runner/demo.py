@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relay.config import DEFAULTS, Config
+from relay.core.states import ENDED, NEEDS_PERSON, TAKES_REPLIES, values
 from relay.engine.turns.runner import start_now
 from relay.engine.verbs.service import Relay
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
@@ -86,9 +87,9 @@ def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
     answers = iter(ANSWERS)
     for _ in range(MAX_ROUNDS):
         view = relay.get(view.id)
-        if view.state in ("COMPLETED", "ABANDONED", "FAILED", "NEEDS_HUMAN_INTERVENTION"):
+        if view.state in values(ENDED | NEEDS_PERSON):
             break
-        if view.state == "WAITING_FOR_REPLY":
+        if view.state in values(TAKES_REPLIES):
             answer = next(answers, "That's all from me.")
             on_event(f"contact → {answer}")
             relay.receive(CONTACT, answer)

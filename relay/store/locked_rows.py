@@ -4,7 +4,7 @@ statement per shape of change.
 The ORM's unit of work costs more per row than the rest of what a follow-up
 does in Python: loading a row into the identity map, the instrumented
 attribute sets and the flush that collects them came to about a quarter of a
-follow-up's time (``docs/performance.md``). The hot path (a pulse's turn
+follow-up's time (``docs/performance-history.md``). The hot path (a pulse's turn
 claims, turn commits and outbox claims) therefore locks its instances and
 messages as :class:`InstanceRow` and :class:`MessageRow`: plain attributes and
 a copy of what was read. :func:`write` sends what changed as one

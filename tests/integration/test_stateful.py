@@ -4,7 +4,7 @@ Rules start, pause, resume and cancel instances through the API, and drive
 agent-side events (first message, message sent, end, intervention, failure,
 replies, heartbeats) through ``transitions.apply_event`` — across a few
 contacts. The model predicts every state, including FIFO promotion, on its
-own; after every step the invariants of DESIGN.md are checked against the
+own; after every step the invariants of docs/architecture.md are checked against the
 database:
 
 - at most one slot holder per contact, and it is exactly the set of instances

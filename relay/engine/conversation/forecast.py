@@ -17,7 +17,14 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.forecasts import Delivery, Forecast, Next
-from relay.core.states import State
+from relay.core.states import (
+    HEARTBEAT_STATES,
+    PAUSED_STATES,
+    QUEUED_STATES,
+    TURN_REASONS,
+    State,
+    TurnReason,
+)
 from relay.core.values import MessageStatus
 from relay.engine.conversation import policy
 from relay.store import queries, reads
@@ -36,20 +43,21 @@ def next_message(
     pending = reads.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
-    if state is State.WAITING_FOR_REPLY:
+    if state in HEARTBEAT_STATES:
         return _heartbeat(session, instance, config, now)
     return _due(instance, state, now) or _held(session, instance, state)
 
 
 def _due(instance: Instance | Row[Any], state: State, now: datetime) -> Forecast | None:
     """What the runner does next where a turn is due; None in the other states."""
-    if state is State.CREATED:
+    reason = TURN_REASONS.get(state)
+    if reason is TurnReason.FIRST_MESSAGE:
         if instance.not_before is not None and instance.not_before > now:
             return Forecast(Next.FIRST_MESSAGE, until=instance.not_before)
         return Forecast(Next.FIRST_MESSAGE, due=True)
-    if state is State.HEARTBEAT_SCHEDULED:
+    if reason is TurnReason.FOLLOW_UP:
         return Forecast(Next.FOLLOW_UP, due=True, number=_number(instance))
-    if state in (State.ACTIVE, State.WAITING_FOR_AGENT):
+    if reason is not None:  # a reply, or a turn resumed
         return Forecast(Next.REPLY, due=True)
     return None
 
@@ -57,9 +65,9 @@ def _due(instance: Instance | Row[Any], state: State, now: datetime) -> Forecast
 def _held(session: Session, instance: Instance | Row[Any], state: State) -> Forecast:
     """What a conversation that no turn serves waits for: its turn in the queue, a
     resume, or a person."""
-    if state is State.QUEUED:
+    if state in QUEUED_STATES:
         return Forecast(Next.QUEUED, detail=queries.slot_holder_id(session, instance.contact_id))
-    if state is State.PAUSED:
+    if state in PAUSED_STATES:
         return Forecast(
             Next.PAUSED,
             until=instance.paused_until,

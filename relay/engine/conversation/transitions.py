@@ -17,7 +17,20 @@ from typing import Any, cast
 from sqlalchemy.orm import Session
 
 from relay.core.outcomes import outcome_of
-from relay.core.states import TRANSITIONS, Event, State, holds_slot, next_state
+from relay.core.states import (
+    FAILED_STATES,
+    HEARTBEAT_STATE,
+    QUEUED_STATES,
+    SUCCEEDED,
+    TRANSITIONS,
+    Effect,
+    Event,
+    State,
+    entering,
+    holds_slot,
+    leaving,
+    next_state,
+)
 from relay.engine.conversation import events
 from relay.store import claims, commit_log, funnel, locked_rows, queries, transition_log
 from relay.store.locked_rows import InstanceFields
@@ -66,9 +79,10 @@ def apply_event(
     _end(instance, target, event, reason, now)
     _record(session, instance.id, (current, target, event), actor, reason, now, log_rows)
     _update_slot(session, instance, now)
-    if replies_waiting is None and target is State.WAITING_FOR_REPLY:
+    takes_reply = Effect.TAKE_WAITING_REPLY in entering(target)
+    if replies_waiting is None and takes_reply:
         replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
-    if target is State.WAITING_FOR_REPLY and replies_waiting:
+    if takes_reply and replies_waiting:
         # A reply that arrived while the instance could not take it (paused,
         # mid-follow-up, waiting for a human) is answered now; none is dropped.
         return apply_event(
@@ -93,9 +107,9 @@ def _move(
 ) -> None:
     """The row's part of a transition: pause bookkeeping, the heartbeat, the state
     itself, and a fresh turn (no lease, no attempts) in the new state."""
-    if target is State.PAUSED:
+    if Effect.RECORD_PRIOR_STATE in entering(target):
         instance.previous_state = current.value
-    elif current is State.PAUSED:
+    elif Effect.END_PAUSE in leaving(current):
         instance.previous_state = None
         instance.paused_until = None
         claims.release_held(session, instance.id, now)
@@ -119,7 +133,7 @@ def _end(
     instance.ended_at = now
     if event is Event.CANCEL:
         instance.failure_reason = "cancelled"
-    elif target is State.FAILED and reason:
+    elif target in FAILED_STATES and reason:
         instance.failure_reason = reason
     elif reason:
         instance.end_reason = reason
@@ -149,7 +163,7 @@ def fire_waiting(
     what :func:`apply_event` leaves.
     """
     event = Event.HEARTBEAT_FIRES
-    current = State.WAITING_FOR_REPLY
+    current = HEARTBEAT_STATE
     target = next_state(current, event)
     row = _AnyRow()
     any_row = cast("InstanceFields", row)
@@ -245,7 +259,7 @@ def _keep_funnel_facts(
     when the conversation completes)."""
     if event is Event.FOLLOWUP_SENT:
         instance.followups_sent = (instance.followups_sent or 0) + 1
-    missing = target is State.COMPLETED and funnel.answers_missing(session, instance.id)
+    missing = target in SUCCEEDED and funnel.answers_missing(session, instance.id)
     instance.outcome = outcome_of(target, reason, answers_missing=missing)
 
 
@@ -298,7 +312,9 @@ def record_creation(
 
 
 def _move_heartbeat(instance: InstanceFields, current: State, target: State, now: datetime) -> None:
-    if target is State.WAITING_FOR_REPLY and current is not State.WAITING_FOR_REPLY:
+    if current is target:
+        return  # nothing is entered or left (no terminal state has a transition)
+    if Effect.START_HEARTBEAT in entering(target):
         if instance.heartbeat_remaining_seconds is not None:
             seconds = instance.heartbeat_remaining_seconds
         elif instance.heartbeat_override_seconds is not None:
@@ -308,12 +324,13 @@ def _move_heartbeat(instance: InstanceFields, current: State, target: State, now
         instance.next_heartbeat_at = now + timedelta(seconds=seconds)
         instance.heartbeat_remaining_seconds = None
         instance.heartbeat_override_seconds = None
-    elif current is State.WAITING_FOR_REPLY and target is not State.WAITING_FOR_REPLY:
-        if target is State.PAUSED and instance.next_heartbeat_at is not None:
+    elif Effect.STOP_HEARTBEAT in leaving(current):
+        keeps = Effect.RECORD_PRIOR_STATE in entering(target)  # a pause keeps the time left
+        if keeps and instance.next_heartbeat_at is not None:
             left = (instance.next_heartbeat_at - now).total_seconds()
             instance.heartbeat_remaining_seconds = max(0, int(left))
         instance.next_heartbeat_at = None
-    if target.terminal:
+    if Effect.END in entering(target):
         instance.next_heartbeat_at = None
         instance.heartbeat_remaining_seconds = None
 
@@ -328,7 +345,7 @@ def _update_slot(session: Session, instance: InstanceFields, now: datetime) -> N
         instance.contact_slot = None
         locked_rows.write_now(session, instance)
         promote_next(session, instance.contact_id, now=now)
-    elif not holding and state is State.QUEUED:
+    elif not holding and state in QUEUED_STATES:
         # A paused queued instance was resumed: it may be next in line already.
         locked_rows.write_now(session, instance)
         promote_next(session, instance.contact_id, now=now)

@@ -23,7 +23,7 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
-from relay.core.states import Event, State, waits_in_queue
+from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine.contacts import chat_links, unsubscribe
 from relay.engine.contacts.addresses import Address
@@ -237,7 +237,7 @@ def _apply_meaning(
         _processed(message, now)
         opt_in(person, now)
         return
-    if instance is not None and instance.state == State.WAITING_FOR_REPLY.value:
+    if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
 
 
@@ -266,7 +266,7 @@ def _route(
 
 
 def _pause_until(session: Session, instance: Instance, until: datetime, now: datetime) -> None:
-    if instance.state == State.PAUSED.value or State(instance.state).terminal:
+    if instance.state == PAUSED_STATE.value or State(instance.state).terminal:
         return
     transitions.apply_event(
         session,

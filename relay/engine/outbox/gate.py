@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import RelayError
-from relay.core.states import State
+from relay.core.states import State, delivers
 from relay.core.values import MessageStatus
 from relay.core.windows import next_open, parse_window, zone
 from relay.store import aliases, delivery_facts
@@ -48,9 +48,6 @@ class Ruling:
 
 
 GO = Ruling(Verdict.GO)
-#: Terminal states whose queued messages still go: the farewell of a completed
-#: conversation. Cancelled, abandoned, opted-out and failed ones send nothing more.
-_DELIVERS_AFTER_END = frozenset({State.COMPLETED})
 
 
 @dataclass(frozen=True)
@@ -95,9 +92,10 @@ def rule(message: MessageFields, facts: Facts) -> Ruling:
     if instance is None:
         return GO
     state = State(instance.state)
-    if state is State.PAUSED or state is State.QUEUED:
+    goes = delivers(state)  # a completed conversation's farewell still goes
+    if goes is None:
         return Ruling(Verdict.HOLD, f"conversation is {state.value}")
-    if state.terminal and state not in _DELIVERS_AFTER_END:
+    if not goes:
         return Ruling(Verdict.CANCEL, f"conversation ended ({state.value}) before delivery")
     if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
         return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from relay.channels.base import ContentTemplate, Outbound
-from relay.core.states import State
+from relay.core.states import HEARTBEAT_STATE
 from relay.engine.contacts import unsubscribe
 from relay.engine.outbox import gate
 from relay.engine.outbox import outcomes as delivery_outcomes
@@ -128,7 +128,7 @@ class Screen:
             instance = claims.lock_instance(session, instance_id)
             if (
                 instance is not None
-                and instance.state == State.WAITING_FOR_REPLY.value
+                and instance.state == HEARTBEAT_STATE.value
                 and instance.next_heartbeat_at is not None
             ):
                 instance.next_heartbeat_at += delay

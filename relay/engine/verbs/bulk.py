@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from relay.core.states import Event, State, next_state
+from relay.core.states import INITIAL, Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.contacts.addresses import kind_of
 from relay.engine.verbs.new_conversation import merge_contact_fields
@@ -86,9 +86,7 @@ def _rows(
     rows: dict[str, list[dict[str, Any]]],
 ) -> tuple[str, str]:
     iid = new_instance_id()
-    state = (
-        next_state(State.CREATED, Event.CONTACT_HAS_ACTIVE_INSTANCE) if queued else State.CREATED
-    )
+    state = next_state(INITIAL, Event.CONTACT_HAS_ACTIVE_INSTANCE) if queued else INITIAL
     window = spec.window or relay.config.settings.defaults.window
     rows["instances"].append(_instance_row(spec, iid, contact_id, state, window, now))
     rows["todos"] += _todo_rows(spec, iid, now)
@@ -104,7 +102,7 @@ def _instance_row(
     window: str | None,
     now: datetime,
 ) -> dict[str, Any]:
-    queued = state is not State.CREATED
+    queued = state is not INITIAL
     return {
         "id": iid,
         "contact_id": contact_id,
@@ -146,13 +144,13 @@ def _todo_rows(spec: NewConversation, iid: str, now: datetime) -> list[dict[str,
 def _transition_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
     """The log of a creation: start, and the move to QUEUED behind a live conversation."""
     log = {"instance_id": iid, "actor": actor, "created_at": now}
-    created = {**log, "from_state": None, "to_state": State.CREATED.value, "event": "start"}
+    created = {**log, "from_state": None, "to_state": INITIAL.value, "event": "start"}
     found = [{**created, "reason": None}]
-    if state is not State.CREATED:
+    if state is not INITIAL:
         found.append(
             {
                 **log,
-                "from_state": State.CREATED.value,
+                "from_state": INITIAL.value,
                 "to_state": state.value,
                 "event": Event.CONTACT_HAS_ACTIVE_INSTANCE.value,
                 "reason": QUEUED_REASON,

@@ -1,4 +1,4 @@
-"""``relay doctor``: check the store against DESIGN.md's invariants.
+"""``relay doctor``: check the store against the invariants of docs/architecture.md.
 
 The engine keeps these invariants by construction; the doctor is for the
 cases it cannot see (a hand-edited database, a bug, a restore from backup).
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
-from relay.core.states import State, holds_slot
+from relay.core.states import HEARTBEAT_STATES, PAUSED_STATES, QUEUED_STATE, State, holds_slot
 from relay.engine.conversation import transitions
 from relay.store import arrivals, health, queries
 from relay.store.models import Instance
@@ -109,9 +109,9 @@ def _instance_findings(session: Session, instances: list[Instance]) -> list[Find
     findings = []
     for inst in instances:
         state = State(inst.state)
-        if (state is State.PAUSED) != (inst.previous_state is not None):
+        if (state in PAUSED_STATES) != (inst.previous_state is not None):
             findings.append(Finding(inst.id, "PAUSED must go with a recorded prior state"))
-        if inst.next_heartbeat_at is not None and state is not State.WAITING_FOR_REPLY:
+        if inst.next_heartbeat_at is not None and state not in HEARTBEAT_STATES:
             findings.append(Finding(inst.id, f"heartbeat pending while {state.value}"))
         if last_rows.get(inst.id) != inst.state:
             findings.append(
@@ -130,7 +130,7 @@ def _slot_findings(instances: list[Instance]) -> list[Finding]:
     for inst in instances:
         if inst.contact_slot is not None:
             holders[inst.contact_id].append(inst.id)
-        if inst.state == State.QUEUED.value:
+        if inst.state == QUEUED_STATE.value:
             queued[inst.contact_id].append(inst.id)
     findings = []
     for contact_id, ids in holders.items():

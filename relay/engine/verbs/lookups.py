@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
-from relay.core.states import State
+from relay.core.states import QUEUED_STATE, State
 from relay.core.values import MessageStatus
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import DaemonView, StatusView
@@ -197,7 +197,7 @@ class Lookups:
         warnings = _unattended(overdue, last_seen, now)
         return StatusView(
             states={s.value: states.get(s.value, 0) for s in State},
-            queue_depth=states.get(State.QUEUED.value, 0),
+            queue_depth=states.get(QUEUED_STATE.value, 0),
             outbox_pending=pending,
             outbox_failed=outbound.get("failed", 0),
             unrouted_inbound=unrouted,

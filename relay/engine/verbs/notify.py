@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import ConfigError
 from relay.core.jsonshape import versioned
+from relay.core.states import ENDED, FAILED_STATES, NEEDS_PERSON, values
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
@@ -43,7 +44,9 @@ log = logging.getLogger("relay.notify")
 
 #: The names a ``[[notify]]`` table may choose, and what each means in the log.
 TOPICS = ("needs_human", "done", "reply", "failed")
-_ENDED = {"COMPLETED", "ABANDONED", "FAILED"}
+_ENDED = values(ENDED)
+_NEEDS_PERSON = values(NEEDS_PERSON)
+_FAILED = values(FAILED_STATES)
 BATCH = 100
 TIMEOUT = 10.0
 
@@ -101,9 +104,9 @@ def topic_of(event: EventView) -> str | None:
     if event.kind != "state.changed":
         return None
     to = event.data.get("to")
-    if to == "NEEDS_HUMAN_INTERVENTION":
+    if to in _NEEDS_PERSON:
         return "needs_human"
-    if to == "FAILED" and event.data.get("event") != "cancel":
+    if to in _FAILED and event.data.get("event") != "cancel":
         return "failed"
     return "done" if to in _ENDED else None
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from relay.config import Config, load_config
 from relay.core.clock import Clock, SystemClock
 from relay.core.errors import InvalidInput, Refused
-from relay.core.states import TERMINAL, Event, State, holds_slot
+from relay.core.states import HEARTBEAT_STATES, NEEDS_PERSON, TERMINAL, Event, State, holds_slot
 from relay.core.values import Author, MessageStatus
 from relay.engine.contacts.addresses import Address, normalise_address
 from relay.engine.conversation import audit, forecast
@@ -227,7 +227,7 @@ class Relay(Starting, ContactVerbs, Lookups):
             if actor == OPERATOR:
                 args = {"message_id": message.id, "length": len(body)}
                 audit.record(session, "send", instance.id, args, now, actor=self.who())
-            if state is State.NEEDS_HUMAN_INTERVENTION:
+            if state in NEEDS_PERSON:
                 # The operator read and answered what the contact wrote meanwhile;
                 # the agent must not answer it a second time.
                 for waiting in queries.unprocessed_inbound(session, instance.id):
@@ -235,7 +235,7 @@ class Relay(Starting, ContactVerbs, Lookups):
                     waiting.processed_at = now
                 transitions.apply_event(session, instance, Event.MANUAL_SEND, now=now, actor=actor)
                 transitions.apply_event(session, instance, Event.MESSAGE_SENT, now=now, actor=actor)
-            elif state is State.WAITING_FOR_REPLY:
+            elif state in HEARTBEAT_STATES:
                 # The silence now counts from the operator's message.
                 instance.next_heartbeat_at = now + timedelta(seconds=instance.heartbeat_seconds)
                 instance.version += 1

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import InvalidInput, OptedOut, Undeliverable
-from relay.core.states import Event, State
+from relay.core.states import INITIAL, Event
 from relay.core.values import TodoStatus
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
@@ -115,7 +115,7 @@ class Starting(BackendChecks):
         with self.store.transaction() as session:
             instance = self.create(session, spec, self.now(), actor)
             view = self._view(session, instance)
-        if defer or view.state != State.CREATED.value:
+        if defer or view.state != INITIAL.value:
             return view
         return self._first_turn(view)
 
@@ -285,7 +285,7 @@ class Starting(BackendChecks):
         instance = Instance(
             id=new_instance_id(),
             contact_id=person.id,
-            state=State.CREATED.value,
+            state=INITIAL.value,
             objective=spec.objective,
             subject=spec.subject,
             channel=spec.channel,

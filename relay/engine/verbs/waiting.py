@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
+from relay.core.states import ENDED, NEEDS_PERSON, values
 from relay.engine.conversation.events import Kind
 from relay.engine.verbs.program import last_cursor, parse_cursor
 from relay.engine.views.events import EventView
@@ -38,7 +39,8 @@ CONDITIONS = ("done", "reply", "answer", "needs-human")
 EXIT_CODES = {"met": 0, "needs_human": 3, "timeout": 4, "ended": 5}
 FIRST_POLL = 0.1
 DEFAULT_POLL = 2.0
-NEEDS_HUMAN = "NEEDS_HUMAN_INTERVENTION"
+NEEDS_HUMAN = values(NEEDS_PERSON)
+_ENDED = values(ENDED)
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def _decide(
         answered = all(not v.missing_answers for v in views)
         if (until == "done" and ended) or (until == "answer" and answered):
             return "met", None
-    if any(v.state == NEEDS_HUMAN for v in views):
+    if any(v.state in NEEDS_HUMAN for v in views):
         return ("met" if until == "needs-human" else "needs_human"), None
     if ended:
         return "ended", None
@@ -136,7 +138,7 @@ def _decide(
 
 
 def _ended(view: InstanceView) -> bool:
-    return view.state in ("COMPLETED", "ABANDONED", "FAILED")
+    return view.state in _ENDED
 
 
 def _is_reply(event: EventView) -> bool:

@@ -17,6 +17,7 @@ from sqlalchemy import Row
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
 from relay.core.secrets import mask_optional as _masked
+from relay.core.states import SUCCEEDED, values
 
 if TYPE_CHECKING:
     from relay.engine.views.events import EventView
@@ -124,7 +125,7 @@ class InstanceView:
     @property
     def result_incomplete(self) -> bool:
         """COMPLETED although a required todo has no answer: worth a look."""
-        return self.state == "COMPLETED" and bool(self.missing_answers)
+        return self.state in values(SUCCEEDED) and bool(self.missing_answers)
 
     @classmethod
     def build(

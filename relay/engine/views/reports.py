@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Row
 
 from relay.core.clock import isoformat
+from relay.core.states import ENDED, SUCCEEDED, values
 from relay.engine.views.instances import MessageView, TodoView
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class ResultView:
 
     @property
     def final(self) -> bool:
-        return self.state in ("COMPLETED", "ABANDONED", "FAILED")
+        return self.state in values(ENDED)
 
     @property
     def answers(self) -> dict[str, Any]:
@@ -69,7 +70,7 @@ class ResultView:
             "state": self.state,
             "final": self.final,
             "complete": self.complete,
-            "result_incomplete": self.state == "COMPLETED" and not self.complete,
+            "result_incomplete": self.state in values(SUCCEEDED) and not self.complete,
             "answers": self.answers,
             "missing_answers": list(self.missing_answers),
             "schema_errors": list(self.schema_errors),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import valid
 from messaging_fakes import FakeTelegram
 from sqlalchemy import func, select
 
@@ -159,6 +160,7 @@ def test_the_cli_prints_the_link_and_refuses_an_unbound_start(
     )
     made = cli("contact", "link", "tg", ANN, "--json")
     assert made.exit_code == 0, made
+    valid("contact-link", made.json())
     assert made.json()["link"].startswith(f"https://t.me/{BOT}?start=")
     shown = cli("contact", "link", "tg", ANN)
     assert made.json()["link"] in shown.stdout and "waiting for their Start" in shown.stdout
