@@ -163,10 +163,24 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
     return _nearest(Path.cwd(), CONFIG_NAME)
 
 
+#: Folders (os.pathsep-separated) where the upward search stops before looking,
+#: as git's GIT_CEILING_DIRECTORIES: a stray relay.toml or .relay/ in /tmp or a
+#: home folder must not capture a run (or a test) in a folder below it.
+CEILING_ENV = "RELAY_CEILING_DIRECTORIES"
+
+
+def _ceilings() -> set[Path]:
+    value = os.environ.get(CEILING_ENV, "")
+    return {Path(part).resolve() for part in value.split(os.pathsep) if part}
+
+
 def _nearest(start: Path, name: str) -> Path | None:
     """``start/name`` or the same name in the nearest folder above that has it."""
     here = start.resolve()
+    ceilings = _ceilings()
     for folder in (here, *here.parents):
+        if folder in ceilings:
+            return None
         candidate = folder / name
         if candidate.is_file():
             return candidate
