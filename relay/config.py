@@ -208,6 +208,13 @@ def load_config(
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 (byte {exc.start}: {exc.object[exc.start : exc.start + 1]!r});"
+                " TOML files are UTF-8"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
         for key, value in _flatten(data).items():
             check_key(key, str(path))
             check_value(key, value, str(path))

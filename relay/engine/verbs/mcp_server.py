@@ -28,11 +28,53 @@ todo's answer as data. `meta` you pass to `start` comes back in every result."""
 
 def build_server(relay: Relay) -> MCPServer:
     server = MCPServer("relay", instructions=INSTRUCTIONS)
+    _tools_say_why(server)
     _start_tool(server, relay)
     _conversation_tools(server, relay)
     _wait_tool(server, relay)
     _operator_tools(server, relay)
     return server
+
+
+def _tools_say_why(server: MCPServer) -> None:
+    """Every tool answers a refusal or bad input with relay's one-line reason (the
+    SDK hides the text of any other exception: "Error executing tool start")."""
+    import functools
+    import inspect
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from relay.core.errors import RelayError
+
+    register = server.tool
+
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        decorate = register(*args, **kwargs)
+
+        def wrapped(fn: Any) -> Any:
+            if inspect.iscoroutinefunction(fn):
+
+                @functools.wraps(fn)
+                async def run_async(*a: Any, **k: Any) -> Any:
+                    try:
+                        return await fn(*a, **k)
+                    except RelayError as exc:
+                        raise ToolError(exc.message) from exc
+
+                return decorate(run_async)
+
+            @functools.wraps(fn)
+            def run(*a: Any, **k: Any) -> Any:
+                try:
+                    return fn(*a, **k)
+                except RelayError as exc:
+                    raise ToolError(exc.message) from exc
+
+            return decorate(run)
+
+        return wrapped
+
+    server.tool = tool  # type: ignore[method-assign]
 
 
 def _conversation_tools(server: MCPServer, relay: Relay) -> None:
@@ -134,4 +176,63 @@ def _operator_tools(server: MCPServer, relay: Relay) -> None:
 
 def serve(relay: Relay) -> None:
     """Serve on stdin/stdout until the client closes the connection."""
-    build_server(relay).run("stdio")
+    server = build_server(relay)
+    if getattr(server, "_lowlevel_server", None) is None:  # an SDK laid out otherwise
+        server.run("stdio")
+        return
+    anyio.run(_serve_stdio, server)
+
+
+#: A request nesting deeper than this is cut here before the SDK parses it:
+#: its parser gives up past a few hundred levels and then drops the request
+#: without an answer. What is cut becomes null, which the tool's own checks
+#: refuse (``meta`` nests at most ``relay.engine.verbs.program.MAX_META_DEPTH``).
+MAX_WIRE_DEPTH = 64
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    import io
+    import os
+
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs, with a guarded stdin
+    raw = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # children read EOF, as the SDK arranges
+    stdin = _Shallow(anyio.wrap_file(raw))
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        options = lowlevel.create_initialization_options()
+        await lowlevel.run(read_stream, write_stream, options)
+
+
+class _Shallow:
+    """The lines of ``stdin``, each nesting at most :data:`MAX_WIRE_DEPTH` levels."""
+
+    def __init__(self, stdin: Any) -> None:
+        self.stdin = stdin
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        async for line in self.stdin:
+            yield _cut_line(line)
+
+
+def _cut_line(line: str) -> str:
+    import json
+
+    if line.count("{") + line.count("[") <= MAX_WIRE_DEPTH:
+        return line  # cannot nest deeper: most lines, passed as they are
+    try:
+        return json.dumps(_cut(json.loads(line), MAX_WIRE_DEPTH)) + "\n"
+    except (ValueError, RecursionError):
+        return line  # not JSON the SDK can read either: its own error handling
+
+
+def _cut(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        return {k: _cut(v, depth - 1) for k, v in value.items()} if depth > 0 else None
+    if isinstance(value, list):
+        return [_cut(v, depth - 1) for v in value] if depth > 0 else None
+    return value

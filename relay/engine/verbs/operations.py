@@ -79,7 +79,10 @@ def _item(kind: str, message: Message, address: str) -> InboxItem:
 def retry(session: Session, message_id: int, now: datetime) -> MessageView:
     """Queue a failed outbound message again (attempts from zero, due now), if its
     conversation is still live and its contact can still be reached."""
-    message = session.get(Message, message_id, with_for_update=True)
+    # An id no column can hold names no message (rather than an overflow error).
+    message = (
+        session.get(Message, message_id, with_for_update=True) if 0 < message_id < 2**63 else None
+    )
     if message is None or message.direction != Direction.OUTBOUND.value:
         raise NotFound(f"no outbound message {message_id}")
     person = session.get(Contact, message.contact_id)
