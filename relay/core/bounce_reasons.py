@@ -45,6 +45,14 @@ class BounceReason(StrEnum):
         return self in (BounceReason.USER_UNKNOWN, BounceReason.HOST_UNKNOWN)
 
 
+_OUR_SIDE_WORDS = (
+        r"sender (address|domain)|domain of sender|sender .{0,20}(rejected|denied|refused|invalid|"
+        r"not (allowed|verified))|after (end of )?data|final data|after the data|"
+        r"after mail from|not verified|open relay|relay(ing)? (denied|not (permitted|allowed))|"
+        r"unable to relay|relay access denied|we do not relay|my name was rejected|\b(helo|ehlo)\b"
+)
+_OUR_SIDE = re.compile(_OUR_SIDE_WORDS, re.I)
+
 # Ordered: the first wording that matches decides. Specific causes that are not
 # about the address (spam, authentication, rate, quota, size, suspension) come
 # before "unknown user", because rejections often say both ("550 5.1.1 ...
@@ -61,7 +69,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
     (
         BounceReason.SPAM,
         r"\bspam|junk mail|\bubel?\b|\bblacklist|\bblocklist|\bdnsbl|\brbl\b|spamhaus|spamcop|"
-        r"barracuda ?(central|reputation)|sorbs|\bbl\.|listed (at|on|in|by)|reputation|"
+        r"barracuda ?(central|reputation)|sorbs|(?<!not )listed (at|on|in|by) (?!the )|reputation|"
         r"content (was )?(rejected|filter)|message content|virus|malware|infected|"
         r"suspicious|bulk mail|phish",
     ),
@@ -94,9 +102,25 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"suspended|deactivated|inactive (user|account|mailbox)|mailbox (is )?disabled",
     ),
     (
+        # About our side, not the recipient: our sender address or domain was refused, or
+        # the recipient was accepted and the content refused after DATA (a filter).
+        BounceReason.POLICY,
+        _OUR_SIDE_WORDS,
+    ),
+    (
+        BounceReason.HOST_UNKNOWN,
+        r"host (or domain name )?(not found|unknown)|unknown host|domain (name )?(not found|unknown|"
+        r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
+        r"host not found|name or service not known|nxdomain|"
+        r"(no|null) mx\b|no mail (exchanger|server|host)|"
+        r"unrouteable (mail )?domain|unroutable (mail )?domain|domain (is )?unroutable|"
+        r"(does not|doesn't) (accept|receive) (e-?)?mail|accepts no mail|nullmx|"
+        r"(unknown|invalid|non-?existent) domain|bad destination system|illegal host",
+    ),
+    (
         BounceReason.USER_UNKNOWN,
-        r"(user|mailbox|recipient|address|account|addressee|local[- ]part|alias|person|"
-        r"destination|e-?mail|name)[^.\n]{0,30}"
+        r"(user|mailbox|recipient|address|account|addressee|local[- ]part|alias|person|userid|"
+        r"user id)[^.\n:;]{0,20}"
         r"(unknown|not found|does not exist|doesn't exist|not exist|no longer|invalid|"
         r"not valid|unavailable|not (a )?(known|recognized|recognised|listed|registered)|"
         r"(was |has been )?(removed|deleted)|is not|isn't|unrouteable|unroutable)|"
@@ -108,22 +132,11 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"mailbox unavailable|no mailbox|not our customer|unknown or illegal alias|"
         r"has moved|no longer (active|available|valid|in use|with|works|work)|"
         r"does not exist|doesn't exist|not listed in|unknown user|user unknown|"
-        r"no such|is not a valid mailbox|not have an? (account|mailbox)|"
-        r"address rejected|recipient rejected|"
+        r"no such (user|mailbox|recipient|address|account|person|local|addressee)|"
+        r"is not a valid mailbox|(not|n't) have an? (\S+ )?(account|mailbox)|"
         r"нет такого|не существует|не найден|no existe|n'existe pas|inexistant|"
         r"unbekannt|existiert nicht|nicht vorhanden|sconosciuto|inesistente|"
         r"desconhecido|não existe",
-    ),
-    (
-        BounceReason.HOST_UNKNOWN,
-        r"host (or domain name )?(not found|unknown)|unknown host|domain (not found|unknown|"
-        r"does not exist|doesn't exist|name not found)|no (such )?(domain|host)|"
-        r"host not found|name or service not known|nxdomain|"
-        r"(no|null) mx|mx (record )?(not found|lookup)|no mail (exchanger|server|host)|"
-        r"unrouteable (mail )?domain|unroutable (mail )?domain|domain (is )?unroutable|"
-        r"(does not|doesn't) accept mail|accepts no mail|nullmx|"
-        r"(unknown|invalid|non-?existent) domain|bad destination (system|mailbox address)|"
-        r"dns (error|lookup|failure)|illegal host",
     ),
     (
         BounceReason.POLICY,
@@ -140,7 +153,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"delivery (has been )?delayed|still (trying|retrying)|will (continue|keep) (trying|to try)|"
         r"connection (refused|timed out|lost|reset)|malformed or unexpected|servfail|"
         r"temporary failure in name resolution|could not connect|"
-        r"unable to connect|no route to host|network (error|is unreachable)",
+        r"unable to connect|no route to host|network (error|is unreachable)|dns (error|failure)|"
+        r"lookup of .* (failed|responded)",
     ),
 )
 _WORDINGS = tuple((reason, re.compile(pattern, re.I)) for reason, pattern in _WORDING)
@@ -153,6 +167,8 @@ _BY_CODE = {
     "1.4": BounceReason.OTHER,  # destination mailbox address ambiguous
     "1.6": BounceReason.USER_UNKNOWN,  # destination mailbox has moved
     "1.10": BounceReason.HOST_UNKNOWN,  # RFC 7505: null MX
+    "1.7": BounceReason.POLICY,  # bad sender's mailbox address syntax
+    "1.8": BounceReason.POLICY,  # bad sender's system address
     "2.1": BounceReason.SUSPENDED,  # mailbox disabled, not accepting messages
     "2.2": BounceReason.MAILBOX_FULL,
     "2.3": BounceReason.TOO_BIG,  # message length exceeds administrative limit
@@ -187,6 +203,7 @@ _BY_CODE = {
     "3.2": BounceReason.RATE_LIMITED,  # system not accepting network messages
     "6.0": BounceReason.POLICY,  # media not supported / content
 }
+_NULL_MX = re.compile(r"null mx|nullmx|(does not|doesn't) (accept|receive) (e-?)?mail", re.I)
 STATUS = re.compile(r"(?<![\d.])([245])\.(\d{1,3})\.(\d{1,3})(?![\d.]*\d)")
 
 
@@ -221,7 +238,14 @@ def classify(status: str | None, text: str, *, smtp_code: int | None = None) -> 
     """
     said = by_wording(text)
     coded = by_status(status)
+    transient = bool(status and status.startswith("4"))
+    if transient and BounceReason.HOST_UNKNOWN in (said, coded) and not _NULL_MX.search(text):
+        return BounceReason.EXPIRED  # a DNS failure the server will retry: not a missing domain
     generic = {BounceReason.POLICY, BounceReason.EXPIRED, None}
+    if coded is BounceReason.POLICY and status and status.split(".")[1] == "1":
+        return coded  # X.1.7 / X.1.8: our sender address was refused
+    if said is BounceReason.POLICY and _OUR_SIDE.search(text):
+        return said  # our sender or our content was refused, whatever the code says
     if said is BounceReason.USER_UNKNOWN and coded is BounceReason.HOST_UNKNOWN:
         return coded
     if said in generic and coded is not None:

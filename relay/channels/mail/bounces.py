@@ -26,9 +26,10 @@ from email.message import Message
 from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status
 
 _DAEMON_LOCAL = re.compile(
-    r"^(mailer[-_.]?daemon|postmaster|mail[-_.]?daemon|mail[-_.]?delivery[-_.]?(system|subsystem)?|"
+    r"^(mailer[-_.]?daemon|post[-_.]?master|mail[-_.]?daemon|mail[-_.]?delivery[-_.]?(system|subsystem)?|"
     r"mail[-_.]?administrator|mail[-_.]?system|mail[-_.]?router|mailer|bounces?|"
-    r"no[-_.]?reply[-_.]?bounce|smtp[-_.]?gateway|mdaemon|nobody)([+@]|$)",
+    r"no[-_.]?reply[-_.]?bounce|smtp[-_.]?gateway|mdaemon|nobody|\w*smtp[-_]?mail[-_]?service|"
+    r"\w*antivirus\w*|system[-_. ]?administrator|\"system administrator\")([+@]|$)",
     re.I,
 )
 _DAEMON_NAME = re.compile(
@@ -46,6 +47,12 @@ _BOUNCE_SUBJECTS = re.compile(
     r"не доставлено|недоставлен|unable to deliver|message (not|could not be) delivered|"
     r"delayed mail|delivery (is )?delayed|warning: could not send|"
     r"mail could not be delivered|error sending message|rejected|bounced?",
+    re.I,
+)
+#: A subject a mail system writes, read only when the sender is a mail system.
+_MACHINE_SUBJECTS = re.compile(
+    r"\bfail(ed|ure|ing)?\b|\berror\b|warning|returned|returning|not delivered|undeliver|"
+    r"user unknown|delivery|nicht zugestellt|non remis|no entregado",
     re.I,
 )
 _BOUNCE_BODY = re.compile(
@@ -92,7 +99,7 @@ _ORIGINAL_STARTS = re.compile(
     re.I | re.M,
 )
 _NOT_A_RECIPIENT = re.compile(
-    r"^(mailer[-_.]?daemon|postmaster|abuse|noc|hostmaster|root|mail[-_.]?delivery)@", re.I
+    r"^(mailer[-_.]?daemon|post[-_.]?master|abuse|noc|hostmaster|root|mail[-_.]?delivery)@", re.I
 )
 #: The local-part prefix of a VERP return path: ``bounces+<token>@domain``.
 VERP_PREFIX = "bounces+"
@@ -169,22 +176,27 @@ def machine_sender(mail: Message) -> bool:
     return_path = str(mail.get("Return-Path", "")).strip()
     if "Return-Path" in mail and return_path in {"<>", ""}:
         return True
+    if _DAEMON_LOCAL.match(parseaddr(return_path)[1]):
+        return True
     if "<>" in raw_from.replace(" ", "") or (not sender and "daemon" in raw_from.lower()):
         return True  # "MAILER-DAEMON <>": the null sender written in From
     return bool(_DAEMON_LOCAL.match(sender)) or bool(_DAEMON_NAME.search(name))
 
 
 def looks_like_bounce(mail: Message) -> bool:
-    """A non-standard bounce: a mail system writing about a delivery that failed or waits."""
-    if not machine_sender(mail):
-        return False
-    subject = str(mail.get("Subject", ""))
-    if _BOUNCE_SUBJECTS.search(subject):
-        return True
+    """A non-standard bounce: a mail system writing about a delivery that failed or waits
+    (or anyone whose subject and text are a bounce's: gateways send them from any address)."""
+    subject = " ".join(str(mail.get("Subject", "")).split())
     body = _report_text(mail)
-    return bool(_BOUNCE_BODY.search(body)) or (
-        _has_original(mail) and bool(STATUS.search(body) or _SMTP_REPLY.search(body))
-    )
+    said = bool(_BOUNCE_BODY.search(body))
+    coded = _has_original(mail) and bool(STATUS.search(body) or _SMTP_REPLY.search(body))
+    if not machine_sender(mail):
+        unprefixed = re.sub(r"^((re|aw|fw|fwd)\s*:\s*)+", "", subject, flags=re.I)
+        return bool(_BOUNCE_SUBJECTS.match(unprefixed) or re.search(
+            r"[:\s-](non remis|undeliverable|unzustellbar)$", subject, re.I)) and (said or coded)
+    if _BOUNCE_SUBJECTS.search(subject) or _MACHINE_SUBJECTS.search(subject):
+        return True
+    return said or coded
 
 
 def _has_original(mail: Message) -> bool:
@@ -241,14 +253,13 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     if not addresses:
         addresses = _text_recipients(mail, body)
     first = chosen[0] if chosen else Message()
-    diagnostic = " ".join(
-        " ".join(str(g.get("Diagnostic-Code", "")).split()) for g in chosen
-    ).strip()
+    # The first failed recipient decides (relay sends each message to one address).
+    diagnostic = " ".join(str(first.get("Diagnostic-Code", "")).split())
     status = _status_field(first) or parse_status(diagnostic) or parse_status(body)
     if status and status.startswith("2"):
         status = parse_status(diagnostic) or status
     wording = diagnostic or _error_text(body) or str(mail.get("Subject", ""))
-    reason = classify(status, wording, smtp_code=_smtp_code(diagnostic or body))
+    reason = _staged(classify(status, wording, smtp_code=_smtp_code(diagnostic or body)), body)
     return _failure(mail, status, reason, addresses, diagnostic or _error_text(body))
 
 
@@ -315,7 +326,23 @@ def _from_text(mail: Message) -> Bounce:
     detail = _error_text(body)
     status = parse_status(detail) or parse_status(body)
     reason = classify(status, detail or body[:2000] or subject, smtp_code=_smtp_code(detail or body))
+    reason = _staged(reason, body)
     return _failure(mail, status, reason, _text_recipients(mail, body), detail)
+
+
+_STAGE = re.compile(
+    r"after (mail from|end of data|data|final data)\b|did not like our (final )?data|"
+    r"in reply to (end of )?data|after the message was sent",
+    re.I,
+)
+
+
+def _staged(reason: BounceReason, body: str) -> BounceReason:
+    """A server that refused at MAIL FROM (our sender) or after DATA (the content, the
+    recipient having been accepted) said nothing about the address being dead."""
+    if reason.dead and _STAGE.search(body):
+        return BounceReason.POLICY
+    return reason
 
 
 def _without_delay_words(text: str) -> str:
@@ -328,12 +355,36 @@ def _smtp_code(text: str) -> int | None:
     return int("".join(found.groups())) if found else None
 
 
+_HEADER_LINE = re.compile(r"^[A-Za-z][\w-]*:\s")
+_BOILERPLATE = re.compile(
+    r"this is a permanent error|(failed|failure) permanently|permanent (fatal )?(error|failure)s?|"
+    r"technical details of|could not be delivered|couldn't be delivered|i've given up|"
+    r"sorry it didn't work out|the following address(es)? failed|to one or more of its recipients",
+    re.I,
+)
+
+
 def _error_text(body: str) -> str:
-    """The lines of a bounce that carry the server's answer (status, SMTP reply, wording)."""
+    """The lines of a bounce that carry the server's answer: those with an SMTP reply or
+    a status code first (the receiving server's own words), else the lines with error words;
+    without the bounce's own boilerplate ("This is a permanent error")."""
+    report = _ORIGINAL_STARTS.split(body, maxsplit=1)[0] if body else ""
+    answers = [
+        " ".join(line.split())
+        for line in report.splitlines()
+        if (STATUS.search(line) or _SMTP_REPLY.search(line.strip()))
+        and not _HEADER_LINE.match(line.strip())
+    ]
+    if answers:
+        return _BOILERPLATE.sub(" ", " ".join(answers[:4]))[:1500]
+    return _BOILERPLATE.sub(" ", _error_lines(report or body))
+
+
+def _error_lines(body: str) -> str:
     lines = []
     for line in body.splitlines():
         stripped = " ".join(line.split())
-        if not stripped:
+        if not stripped or _HEADER_LINE.match(stripped):
             continue
         if STATUS.search(stripped) or _SMTP_REPLY.search(stripped) or re.search(
             r"unknown|not exist|no such|quota|full|blocked|spam|denied|rejected|refused|"
