@@ -98,7 +98,9 @@ def figures(items: list[tuple[Sample, dict[str, object]]]) -> list[tuple[str, st
         rows.append(("failed recipient found", _ratio(got, len(named)), ">= 0.92"))
     reports = [(s, g) for s, g in items if s.truth in {"complaint", "delivery_report"}]
     if reports:
-        leaked = sum(1 for _, g in reports if g["kind"] in {"reply", "auto_reply"})
+        # An opt-out is processed, never answered: it does not reach the agent.
+        leaked = sum(1 for _, g in reports if g["kind"] in {"reply", "auto_reply"}
+                     and not g["opt_out"])
         rows.append(("complaints and delivery reports reaching the agent", str(leaked), "0"))
         complaints = [(s, g) for s, g in reports if s.truth == "complaint"]
         opted = sum(1 for _, g in complaints if g["kind"] == "complaint" and g["opt_out"])

@@ -25,7 +25,6 @@ _AUTO_HEADERS = (
     "X-Auto-Reply",
     "X-Zimbra-Autoreply",
     "X-Vacation",
-    "X-MS-Exchange-Inbox-Rules-Loop",  # sent by an Exchange inbox rule, not a person
     "X-MS-Exchange-Generated-Message-Source",
 )
 #: X-Auto-Response-Suppress values Exchange puts on what it generates itself.
@@ -87,9 +86,11 @@ def is_auto_reply(mail: Message) -> bool:
         return True
     if str(mail.get("X-Precedence", "")).strip().lower() in _AUTO_PRECEDENCE:
         return True
+    # Exchange marks what it generates (out-of-office included) with X-Auto-Response-Suppress;
+    # X-MS-Exchange-Inbox-Rules-Loop alone is also on mail a rule merely forwarded.
     suppress = str(mail.get("X-Auto-Response-Suppress", "")).strip().lower()
     if suppress and (_SUPPRESSED.search(suppress) or _SUBJECTS.match(_unprefixed(_subject(mail)))):
-        return True  # Exchange/Outlook marks its own out-of-office replies so
+        return True
     for header, pattern in _VENDOR_VALUES:
         if pattern.search(str(mail.get(header, ""))):
             return True

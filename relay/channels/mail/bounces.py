@@ -91,7 +91,9 @@ _ADDRESS = re.compile(
 _MESSAGE_ID = re.compile(r"^\s*(?:x-)?(?:original-)?message-id:\s*(<[^>\s]+>)", re.I | re.M)
 # Where the copy of the original message starts in a plain-text bounce.
 _ORIGINAL_STARTS = re.compile(
-    r"^.*(below this line is a copy|copy of (the|your) (original )?message|original message "
+    r"^.*(below this line is a copy|(here|this) is a copy of|copy of the message, including|"
+    r"copy of (the|your) (original )?message (follows|below|is (attached|below|included))|"
+    r"original message "
     r"(follows|headers)|message headers follow|returned message|unsent message below|"
     r"undelivered message|-{3,} ?(original message|message header|header of the original)|"
     r"included is a copy|headers of your message|your message reads|"
@@ -159,6 +161,11 @@ def verp_message_id(mail: Message) -> str | None:
 
 def parse_bounce(mail: Message) -> Bounce | None:
     """The bounce in ``mail``, or None when ``mail`` is not a bounce."""
+    from relay.channels.mail.reports import ses_notification
+
+    ses = ses_notification(mail)
+    if ses is not None:
+        return _from_ses(mail, ses)
     groups = _delivery_status(mail)
     if groups is not None:
         return _from_dsn(mail, groups)
@@ -239,15 +246,20 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     actions = [str(g.get("Action", "")).strip().lower() for g in recipients]
     failed = [g for g, a in zip(recipients, actions, strict=True) if a == "failed" or not a]
     body = _report_text(mail)
-    if not failed and actions and all(a in {"delivered", "relayed", "expanded"} for a in actions):
+    success = {"delivered", "relayed", "expanded", "deliverable"}
+    statuses = [parse_status(str(g.get("Status", ""))) or "" for g in recipients]
+    if recipients and all(
+        a in success or (not a and st.startswith("2")) for a, st in zip(actions, statuses, strict=True)
+    ):
         return _report(mail, recipients, delivered=True)
     if not failed and any(a == "delayed" for a in actions):
         return _report(mail, recipients, delayed=True)
     if not failed and not recipients and _DELAY.search(body) and not _GAVE_UP.search(body):
         return _report(mail, [], delayed=True)
     chosen = failed or recipients
+    # The address we wrote (Original-Recipient) over the one a forward led to (Final-Recipient).
     addresses = _unique(
-        _address_field(g.get("Final-Recipient")) or _address_field(g.get("Original-Recipient"))
+        _address_field(g.get("Original-Recipient")) or _address_field(g.get("Final-Recipient"))
         for g in chosen
     )
     if not addresses:
@@ -263,6 +275,43 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     return _failure(mail, status, reason, addresses, diagnostic or _error_text(body))
 
 
+def _from_ses(mail: Message, ses: dict[str, object]) -> Bounce | None:
+    """An Amazon SES Bounce or Delivery notification (a Complaint is no bounce)."""
+    kind = ses.get("notificationType")
+    if kind == "Complaint":
+        return None
+    details = ses.get(str(kind).lower())
+    info = details if isinstance(details, dict) else {}
+    mail_info = ses.get("mail")
+    sent = mail_info if isinstance(mail_info, dict) else {}
+    message_id = f"<{sent['messageId']}>" if sent.get("messageId") else original_message_id(mail)
+    if kind == "Delivery":
+        people = info.get("recipients") or []
+        addresses = [str(a).lower() for a in people] if isinstance(people, list) else []
+        return Bounce(message_id, False, f"delivered: {', '.join(addresses)}", delivered=True,
+                      recipients=tuple(addresses))
+    people = info.get("bouncedRecipients") or []
+    rows = [p for p in people if isinstance(p, dict)] if isinstance(people, list) else []
+    addresses = [str(p.get("emailAddress", "")).lower() for p in rows if p.get("emailAddress")]
+    first = rows[0] if rows else {}
+    diagnostic = str(first.get("diagnosticCode") or info.get("bounceSubType") or "")
+    status = parse_status(str(first.get("status") or "")) or parse_status(diagnostic)
+    if info.get("bounceType") == "Transient" and status is None:
+        status = "4.0.0"
+    reason = classify(status, f"{diagnostic} {info.get('bounceSubType', '')}")
+    if info.get("bounceType") == "Transient" and reason.dead:
+        reason = BounceReason.OTHER
+    return Bounce(
+        original_message_id=message_id,
+        permanent=reason.dead,
+        error=f"bounced ({reason.value}): {status or 'no status'}; {', '.join(addresses)}; "
+        f"{diagnostic}"[:500],
+        reason=reason,
+        recipients=tuple(addresses),
+        status=status,
+    )
+
+
 def _status_field(group: Message) -> str | None:
     status = parse_status(str(group.get("Status", "")))
     if status and status.endswith(".0.0"):
@@ -276,7 +325,10 @@ def _status_field(group: Message) -> str | None:
 def _report(
     mail: Message, groups: list[Message], *, delivered: bool = False, delayed: bool = False
 ) -> Bounce:
-    addresses = _unique(_address_field(g.get("Final-Recipient")) for g in groups)
+    addresses = _unique(
+        _address_field(g.get("Original-Recipient")) or _address_field(g.get("Final-Recipient"))
+        for g in groups
+    )
     if not addresses:
         addresses = _text_recipients(mail, _report_text(mail))
     status = next((parse_status(str(g.get("Status", ""))) for g in groups if g.get("Status")), None)
@@ -433,7 +485,7 @@ def _text_recipients(mail: Message, body: str) -> list[str]:
     report = _ORIGINAL_STARTS.split(body, maxsplit=1)[0] if body else ""
     report = re.sub(r"https?://\S+", " ", report)
     found = _unique(
-        a.lower().strip(".")
+        _clean(a)
         for a in _ADDRESS.findall(report)
         if a.lower() not in ours | senders and not _NOT_A_RECIPIENT.match(a)
         and not a.lower().startswith(VERP_PREFIX)
@@ -446,6 +498,13 @@ def _text_recipients(mail: Message, body: str) -> list[str]:
         if a and a.lower() not in ours
     )
     return to
+
+
+def _clean(address: str) -> str:
+    """``'ana@x.com`` or ``smtp=ana@x.com`` (Exchange's notation) -> ``ana@x.com``."""
+    local, _, domain = address.lower().strip(".").rpartition("@")
+    local = local.split("=")[-1] if re.match(r"^(smtp|rfc822|x400)=", local) else local
+    return f"{local.lstrip(chr(39) + '`{|}~')}@{domain}"
 
 
 def _original_headers(mail: Message) -> Message:

@@ -89,14 +89,19 @@ def read_mail(
         kind = MailKind.BOUNCE if bounce.failed else MailKind.DELIVERY_REPORT
         return Reading(mail, kind, date, "", False, bounce=bounce)
     text = new_part(body_text(mail)) or str(mail.get("Subject", "")).strip()
-    if is_auto_reply(mail):
+    subject = str(mail.get("Subject", "")).strip()
+    automatic = is_auto_reply(mail)
+    # An automatic mail whose subject is an opt-out is a List-Unsubscribe ``mailto:``
+    # request sent by the contact's mail client: an opt-out, not an out-of-office.
+    unsubscribing = automatic and is_opt_out(subject)
+    if automatic and not unsubscribing:
         at = received or date or datetime.now(UTC)
-        subject = str(mail.get("Subject", ""))
         language = str(mail.get("Content-Language", "") or "").split(",")[0].strip() or None
         back = return_date(f"{subject}\n{text}", at, language=language, region=region)
         return Reading(mail, MailKind.AUTO_REPLY, date, text, False, return_at=back)
     words = {} if opt_out_words is None else {"keywords": opt_out_words}
-    return Reading(mail, MailKind.REPLY, date, text, is_opt_out(text, **words))
+    opted = unsubscribing or is_opt_out(text, **words)
+    return Reading(mail, MailKind.REPLY, date, text, opted)
 
 
 def body_text(mail: Message) -> str:

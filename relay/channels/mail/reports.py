@@ -28,8 +28,63 @@ class Complaint:
     original_message_id: str | None
 
 
+def ses_notification(mail: Message) -> dict[str, object] | None:
+    """An Amazon SES notification forwarded by mail through SNS (a JSON body with
+    ``notificationType`` Bounce, Complaint or Delivery), or None."""
+    import json
+
+    if "notificationType" not in str(mail.get_payload(decode=False))[:5000] and not any(
+        "notificationType" in str(p.get_payload(decode=False))[:5000]
+        for p in mail.walk()
+        if not p.is_multipart()
+    ):
+        return None
+    for part in mail.walk():
+        if part.is_multipart():
+            continue
+        text = _text(part)
+        start = text.find('{"notificationType"')
+        if start < 0:
+            start = text.find("{")
+        if start < 0 or "notificationType" not in text:
+            continue
+        try:
+            found = json.JSONDecoder(strict=False).raw_decode(text[start:])[0]
+        except ValueError:
+            continue
+        if isinstance(found, dict) and isinstance(found.get("Message"), str):
+            try:
+                found = json.loads(found["Message"])  # wrapped in an SNS envelope
+            except ValueError:
+                continue
+        if isinstance(found, dict) and found.get("notificationType") in {
+            "Bounce",
+            "Complaint",
+            "Delivery",
+        }:
+            return found
+    return None
+
+
 def parse_complaint(mail: Message) -> Complaint | None:
-    """The ARF report in ``mail``, or None when it is none."""
+    """The ARF report (or SES complaint notification) in ``mail``, or None when it is none."""
+    ses = ses_notification(mail)
+    if ses is not None:
+        if ses.get("notificationType") != "Complaint":
+            return None
+        complaint = ses.get("complaint")
+        info = complaint if isinstance(complaint, dict) else {}
+        people = info.get("complainedRecipients") or []
+        first = people[0] if isinstance(people, list) and people else {}
+        address = first.get("emailAddress") if isinstance(first, dict) else None
+        mail_info = ses.get("mail")
+        headers = mail_info if isinstance(mail_info, dict) else {}
+        message_id = headers.get("messageId")
+        return Complaint(
+            str(info.get("complaintFeedbackType") or "abuse"),
+            str(address).lower() if address else None,
+            f"<{message_id}>" if message_id else None,
+        )
     fields = _feedback_fields(mail)
     if fields is None:
         return None
