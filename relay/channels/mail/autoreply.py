@@ -118,7 +118,7 @@ _CUES: dict[str, tuple[str, str]] = {
         r"back|return(?:ing|s)?|in the office|in office|available again|reachable again",
     ),
     "de": (
-        r"bis(?: zum| einschlie(?:ß|ss)lich| inkl\\.?| am)?",
+        r"bis(?: zum| einschlie(?:ß|ss)lich| inkl\.?| am)?",
         r"zur(?:ü|ue)ck|wieder (?:im b(?:ü|ue)ro|da|erreichbar|am|ab|im haus)|ab(?: dem)?|"
         r"wieder",
     ),
@@ -133,10 +133,10 @@ _CUES: dict[str, tuple[str, str]] = {
         r"fino al(?:l')?|fino a|al",
         r"rientr(?:o|er(?:ò|o))|torner(?:ò|o)|di ritorno|ritorno|sar(?:ò|o) di nuovo",
     ),
-    "nl": (r"tot(?: en met)?|t/m|t\\.?m\\.?", r"terug|weer (?:aanwezig|bereikbaar|op kantoor)|vanaf"),
+    "nl": (r"tot(?: en met)?|t/m|t\.?m\.?", r"terug|weer (?:aanwezig|bereikbaar|op kantoor)|vanaf"),
     "sv": (
-        r"till(?: och med)?|t\\.?o\\.?m\\.?",
-        r"tillbaka|åter(?: på kontoret| i tjänst)?|ater|från och med|fr\\.?o\\.?m\\.?",
+        r"till(?: och med)?|t\.?o\.?m\.?",
+        r"tillbaka|åter(?: på kontoret| i tjänst)?|ater|från och med|fr\.?o\.?m\.?",
     ),
 }
 #: Regions that write numeric dates month first ("4/5" is 5 April there).
@@ -146,9 +146,18 @@ _RANGE = re.compile(r"(?<![\d/.-])(\d{1,2})(?:st|nd|rd|th|\.)?\s*(?:-|–|—|to
 _MAX_AHEAD = timedelta(days=366)
 
 
+#: Words that introduce the days away ("away July 10-31"): read only when a range follows.
+_AWAY = (
+    r"away|out of (?:the )?office|off|on (?:vacation|holiday|leave)|abwesend|urlaub|absent|"
+    r"absente|ausente|fuera|assente|afwezig|ledig|frånvarande"
+)
+
+
 def _cue_pattern(language: str) -> re.Pattern[str]:
     until, back = _CUES[language]
-    return re.compile(rf"(?:^|(?<=[\s,;(]))(?:(?P<until>{until})|(?P<back>{back}))\b", re.I)
+    return re.compile(
+        rf"(?:^|(?<=[\s,;(]))(?:(?P<until>{until})|(?P<back>{back})|(?P<away>{_AWAY}))\b", re.I
+    )
 
 
 _CUE_PATTERNS = {language: _cue_pattern(language) for language in _CUES}
@@ -192,6 +201,8 @@ def return_date(
             day = _read(segment, lang, received, date_order(language or lang, region))
             if day is None:
                 continue
+            if cue.group("away") is not None and not day[1]:
+                continue  # "away on 5 March" names a day away, not the return
             until = cue.group("until") is not None or day[1]
             moment = datetime(day[0].year, day[0].month, day[0].day, tzinfo=UTC)
             if until:
@@ -206,7 +217,7 @@ def return_date(
 def _segment(text: str, start: int) -> str:
     """The words after a cue, up to the end of its sentence (a date may hold dots: "17.03.")."""
     rest = text[start : start + 80]
-    end = re.search(r"\n|[.!?;](?=\s+[A-ZÄÖÜÉÀ]|\s*$)|[.!?](?=\s+(?!\d))", rest)
+    end = re.search(r"\n|(?<!\d)[.!?;](?=\s+[A-ZÄÖÜÉÀ]|\s*$)|(?<!\d)[.!?](?=\s+(?!\d))", rest)
     return rest[: end.start()] if end else rest
 
 
@@ -215,14 +226,21 @@ def _read(segment: str, language: str, received: datetime, order: str) -> tuple[
     stripped = segment.strip(" ,:-")
     if not stripped or not re.search(r"\d|[^\W\d_]{3,}", stripped):
         return None
+    stripped = _FILLER.sub(" ", stripped).strip()
     ranged = _RANGE.search(stripped)
-    if ranged and not re.search(r"\d{1,2}[/.]\d{1,2}", stripped):
+    if ranged and int(ranged.group(1)) < int(ranged.group(2)) and not re.search(
+        r"\d{1,2}[/.]\d{1,2}", stripped
+    ):
         # "July 10-31", "10-31 July": the range ends on its second day.
         end = stripped[: ranged.start()] + ranged.group(2) + stripped[ranged.end() :]
         found = _search(end, language, received, order)
         return (found, True) if found else None
     found = _search(stripped, language, received, order)
     return (found, False) if found else None
+
+
+#: Words between a cue and its date that date parsers stumble on ("no dia 17 de março").
+_FILLER = re.compile(r"\b(?:no|do|o|el|il|le|the)?\s*(?:dia|día|giorno|jour|day)\b", re.I)
 
 
 def _search(segment: str, language: str, received: datetime, order: str) -> date | None:
