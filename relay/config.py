@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "outbox.backoff": "30s",
     "optout.keywords": "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT",
     "optout.optin_keywords": "START,UNSTOP,YES",
+    "bounces.soft_limit": 3,
+    "bounces.soft_window": "30d",
     "daemon.pulse": "1s",
     "daemon.poll": "30s",
     "daemon.batch": 500,
@@ -269,6 +271,10 @@ backoff = "30s"          # first retry delay, doubling each attempt
 [optout]
 keywords = "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT"
 optin_keywords = "START,UNSTOP,YES"   # only from a contact who opted out
+
+[bounces]
+soft_limit = 3           # this many soft bounces (mailbox full, blocked...) of one address (0: never)
+soft_window = "30d"      # ... within this window mark it undeliverable
 
 [channels.console]
 # file = ".relay/console.jsonl"          # where "sent" messages are recorded

@@ -65,6 +65,15 @@ class OptOutSettings:
 
 
 @dataclass(frozen=True)
+class BounceSettings:
+    """``[bounces]``: this many soft bounces (mailbox full, blocked, ...) of one address
+    within ``soft_window`` mark it undeliverable (0: never)."""
+
+    soft_limit: int
+    soft_window: timedelta
+
+
+@dataclass(frozen=True)
 class DaemonSettings:
     """``[daemon]``: how often it pulses and polls, and how much one pulse claims."""
 
@@ -89,6 +98,7 @@ class Settings:
     turns: TurnSettings
     outbox: OutboxSettings
     optout: OptOutSettings
+    bounces: BounceSettings
     daemon: DaemonSettings
     retention: RetentionSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
@@ -113,6 +123,8 @@ KINDS: dict[str, str | int] = {
     "outbox.backoff": "duration",
     "optout.keywords": "text",
     "optout.optin_keywords": "text",
+    "bounces.soft_limit": 0,
+    "bounces.soft_window": "duration",
     "daemon.pulse": "duration",
     "daemon.poll": "duration",
     "daemon.batch": 1,
@@ -175,6 +187,9 @@ def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Set
         ),
         optout=OptOutSettings(
             keywords=typed["optout.keywords"], optin_keywords=typed["optout.optin_keywords"]
+        ),
+        bounces=BounceSettings(
+            soft_limit=typed["bounces.soft_limit"], soft_window=typed["bounces.soft_window"]
         ),
         daemon=DaemonSettings(
             pulse=typed["daemon.pulse"], poll=typed["daemon.poll"], batch=typed["daemon.batch"]

@@ -26,6 +26,7 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
+from relay.engine.bounce_marks import SoftBounces, escalation
 from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
@@ -92,6 +93,7 @@ def ingest(
     *,
     resolve: Callable[[str], Address],
     keywords: Keywords = Keywords(),
+    bounces: SoftBounces = SoftBounces(),
 ) -> IngestReport:
     """Store everything a channel brought in, in the caller's one transaction."""
     report = IngestReport()
@@ -122,7 +124,7 @@ def ingest(
             report.stored += 1
             report.messages.append(message)
     for receipt in incoming.receipts:
-        if apply_receipt(session, channel, receipt, now):
+        if apply_receipt(session, channel, receipt, now, bounces=bounces):
             report.receipts += 1
         else:
             report.unmatched_receipts += 1
@@ -185,6 +187,11 @@ def _apply_meaning(
     now: datetime,
     keywords: Keywords,
 ) -> None:
+    if arrival.kind is InboundKind.COMPLAINT:
+        # An abuse report (ARF) naming the contact: never a reply, always an opt-out.
+        _processed(message, now)
+        opt_out(session, person, now, reason="complaint")
+        return
     if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
         _processed(message, now)
         opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
@@ -241,8 +248,21 @@ def _pause_until(session: Session, instance: Instance, until: datetime, now: dat
     instance.paused_until = until
 
 
-def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetime) -> bool:
-    """Record what the provider says of one of our messages; False if it is not ours."""
+def apply_receipt(
+    session: Session,
+    channel: str,
+    receipt: Receipt,
+    now: datetime,
+    *,
+    bounces: SoftBounces = SoftBounces(),
+) -> bool:
+    """Record what the provider says of one of our messages; False if it is not ours.
+
+    A failure fails the message and hands its conversation to a person; its
+    contact is marked undeliverable when the address is dead
+    (``receipt.permanent``) or when soft bounces pile up (``bounces``). An
+    abuse complaint about a delivered message opts the contact out (reason
+    ``complaint``)."""
     message = arrivals.outbound_by_provider_id(session, channel, receipt.provider_message_id)
     if message is None:
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
@@ -250,19 +270,34 @@ def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetim
     status = DeliveryStatus(receipt.status)
     message.delivery_status = status.value
     message.delivery_updated_at = receipt.at or now
+    if receipt.opted_out and not status.failed:
+        person = session.get(Contact, message.contact_id)
+        assert person is not None
+        opt_out(session, person, now, reason=receipt.reason or "complaint")
+        return True
     if not status.failed:
         return True
     message.status = MessageStatus.FAILED.value
     message.next_attempt_at = None
     message.last_error = receipt.error or status.value
+    message.bounce_reason = receipt.reason
     person = session.get(Contact, message.contact_id)
     assert person is not None
     reason = f"message {message.id} {status.value}: {receipt.error or 'no reason given'}"
     if receipt.opted_out:
         opt_out(session, person, now, reason=f"provider: {reason}")
         return True
-    if receipt.permanent:
-        mark_undeliverable(session, person, reason, now)
+    repeated = None if receipt.permanent else escalation(session, person, receipt.reason, now,
+                                                          bounces)
+    if receipt.permanent or repeated:
+        mark_undeliverable(
+            session,
+            person,
+            repeated or reason,
+            now,
+            bounce_reason=receipt.reason,
+            message_id=message.id,
+        )
     if message.instance_id is not None:
         instance = claims.lock_instance(session, message.instance_id)
         if instance is not None:
@@ -271,11 +306,22 @@ def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetim
     return True
 
 
-def mark_undeliverable(session: Session, person: Contact, reason: str, now: datetime) -> None:
-    """The address will never work: hold what is queued for it, refuse new conversations."""
+def mark_undeliverable(
+    session: Session,
+    person: Contact,
+    reason: str,
+    now: datetime,
+    *,
+    bounce_reason: str | None = None,
+    message_id: int | None = None,
+) -> None:
+    """The address will never work: hold what is queued for it, refuse new conversations.
+    ``bounce_reason`` and ``message_id``: the bounce that said so (``relay contact show``)."""
     if person.undeliverable_at is None:
         person.undeliverable_at = now
         person.undeliverable_reason = reason
+        person.bounce_reason = bounce_reason
+        person.undeliverable_message_id = message_id
         person.updated_at = now
     _hold_outbound(session, person.id, MessageStatus.FAILED, f"address undeliverable: {reason}")
 

@@ -36,6 +36,7 @@ from relay.store.database import Store, open_store
 if TYPE_CHECKING:
     from relay.channels.base import Incoming
     from relay.engine import inbound
+    from relay.engine.bounce_marks import SoftBounces
     from relay.store.models import Instance
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
@@ -284,7 +285,13 @@ class Relay(Starting, ContactVerbs, Lookups):
             arrivals.lock_channel(session, channel)
             now = self.now()
             report = inbound.ingest(
-                session, channel, incoming, now, resolve=self.address, keywords=self.keywords()
+                session,
+                channel,
+                incoming,
+                now,
+                resolve=self.address,
+                keywords=self.keywords(),
+                bounces=self.soft_bounces(),
             )
             if incoming.cursor is not None and read_from is not UNREAD:
                 assert read_from is None or isinstance(read_from, str)
@@ -307,6 +314,13 @@ class Relay(Starting, ContactVerbs, Lookups):
         # would queue behind its own pulse's writes for a value they never change).
         with self.store.read_transaction() as session:
             return arrivals.channel_cursor(session, channel)
+
+    def soft_bounces(self) -> SoftBounces:
+        """``[bounces]``: when repeated soft bounces mark an address undeliverable."""
+        from relay.engine.bounce_marks import SoftBounces
+
+        policy = self.config.settings.bounces
+        return SoftBounces(policy.soft_limit, policy.soft_window)
 
     def keywords(self) -> inbound.Keywords:
         from relay.engine import inbound
