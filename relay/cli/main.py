@@ -148,6 +148,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         inbox_commands,
+        inspect_commands,
         instance_commands,
         program_commands,
         serve_commands,
@@ -168,6 +169,7 @@ def register() -> None:
         watch_commands,
         daemon_commands,
         serve_commands,
+        inspect_commands,
     ):
         module.register(app)
 

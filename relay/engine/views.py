@@ -326,8 +326,10 @@ class ContactView:
     queued: tuple[str, ...]
     unrouted: tuple[MessageView, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
+    undeliverable: UndeliverableMark | None = None
 
     def to_json(self) -> dict[str, Any]:
+        mark = self.undeliverable
         return {
             "contact": self.address,
             "kind": self.kind,
@@ -335,9 +337,39 @@ class ContactView:
             "fields": self.fields,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
+            "undeliverable": mark is not None,
+            "undeliverable_at": isoformat(mark.at) if mark else None,
+            "undeliverable_reason": mark.reason if mark else None,
+            "bounce": mark.bounce_json() if mark else None,
             "live_instance": self.live_instance,
             "queued": list(self.queued),
             "unrouted": [m.to_json() for m in self.unrouted],
+        }
+
+
+@dataclass(frozen=True)
+class UndeliverableMark:
+    """Why nothing more is sent to a contact: the reason, and the bounce that set it."""
+
+    at: datetime
+    reason: str | None
+    #: The classified reason of the bounce (user_unknown, ...), None for other marks.
+    bounce_reason: str | None = None
+    #: The outbound message that bounced (None when not recorded or since pruned).
+    message_id: int | None = None
+    instance_id: str | None = None
+    bounced_at: datetime | None = None
+    error: str | None = None
+
+    def bounce_json(self) -> dict[str, Any] | None:
+        if self.bounce_reason is None and self.message_id is None:
+            return None
+        return {
+            "reason": self.bounce_reason,
+            "message_id": self.message_id,
+            "instance_id": self.instance_id,
+            "at": isoformat(self.bounced_at),
+            "error": self.error,
         }
 
 

@@ -194,7 +194,7 @@ def return_date(
     received = received.astimezone(UTC)
     preferred = (language or "").split("-")[0].lower()
     languages = sorted(_CUES, key=lambda lang: (lang != preferred, lang != "en"))
-    found: list[tuple[int, datetime]] = []
+    found: list[tuple[bool, int, datetime]] = []
     for lang in languages:
         for cue in _CUE_PATTERNS[lang].finditer(text):
             segment = _segment(text, cue.end())
@@ -208,10 +208,11 @@ def return_date(
             if until:
                 moment += timedelta(days=1)
             if received < moment <= received + _MAX_AHEAD:
-                found.append((cue.start(), moment))
+                # A stated return day ("back on 5 May") beats a last day away ("until 5 May").
+                found.append((until, cue.start(), moment))
         if found:
             break
-    return min(found)[1] if found else None
+    return min(found)[2] if found else None
 
 
 def _segment(text: str, start: int) -> str:

@@ -190,6 +190,12 @@ def machine_sender(mail: Message) -> bool:
     return bool(_DAEMON_LOCAL.match(sender)) or bool(_DAEMON_NAME.search(name))
 
 
+def _from(mail: Message) -> str:
+    from email.utils import parseaddr
+
+    return parseaddr(str(mail.get("From", "")))[1]
+
+
 def looks_like_bounce(mail: Message) -> bool:
     """A non-standard bounce: a mail system writing about a delivery that failed or waits
     (or anyone whose subject and text are a bounce's: gateways send them from any address)."""
@@ -203,7 +209,8 @@ def looks_like_bounce(mail: Message) -> bool:
             r"[:\s-](non remis|undeliverable|unzustellbar)$", subject, re.I)) and (said or coded)
     if _BOUNCE_SUBJECTS.search(subject) or _MACHINE_SUBJECTS.search(subject):
         return True
-    return said or coded
+    # A mailer daemon returning a message is a bounce, in whatever language it explains it.
+    return said or coded or (_has_original(mail) and _DAEMON_LOCAL.match(_from(mail)) is not None)
 
 
 def _has_original(mail: Message) -> bool:
@@ -421,15 +428,33 @@ def _error_text(body: str) -> str:
     a status code first (the receiving server's own words), else the lines with error words;
     without the bounce's own boilerplate ("This is a permanent error")."""
     report = _ORIGINAL_STARTS.split(body, maxsplit=1)[0] if body else ""
-    answers = [
-        " ".join(line.split())
-        for line in report.splitlines()
-        if (STATUS.search(line) or _SMTP_REPLY.search(line.strip()))
-        and not _HEADER_LINE.match(line.strip())
-    ]
+    answers = _first_answer(report)
     if answers:
-        return _BOILERPLATE.sub(" ", " ".join(answers[:4]))[:1500]
+        return _BOILERPLATE.sub(" ", answers)[:1500]
     return _BOILERPLATE.sub(" ", _error_lines(report or body))
+
+
+def _first_answer(report: str) -> str:
+    """The first server answer (a line with an SMTP reply or a status code) and the
+    lines that continue it, up to the next answer: relay sends one message to one
+    address, so the first failed recipient's answer is the one that matters."""
+    taken: list[str] = []
+    for raw in report.splitlines():
+        line = raw.strip()
+        answer = bool(STATUS.search(line) or _SMTP_REPLY.search(line)) and not _HEADER_LINE.match(
+            line
+        )
+        if answer and taken and not _SMTP_REPLY.match(line[:4] + " "):
+            break  # the next recipient's answer
+        if answer and taken and not line[:3].isdigit():
+            break
+        if answer or (taken and line and not _ADDRESS.match(line)):
+            taken.append(" ".join(line.split()))
+        elif taken:
+            break
+        if len(taken) >= 4:
+            break
+    return " ".join(taken)
 
 
 def _error_lines(body: str) -> str:
