@@ -227,7 +227,7 @@ def _read(segment: str, language: str, received: datetime, order: str) -> tuple[
     stripped = segment.strip(" ,:-")
     if not stripped or not re.search(r"\d|[^\W\d_]{3,}", stripped):
         return None
-    stripped = _FILLER.sub(" ", stripped).strip()
+    stripped = _LEADING.sub("", _FILLER.sub(" ", stripped).strip())
     ranged = _RANGE.search(stripped)
     if ranged and int(ranged.group(1)) < int(ranged.group(2)) and not re.search(
         r"\d{1,2}[/.]\d{1,2}", stripped
@@ -242,6 +242,14 @@ def _read(segment: str, language: str, received: datetime, order: str) -> tuple[
 
 #: Words between a cue and its date that date parsers stumble on ("no dia 17 de março").
 _FILLER = re.compile(r"\b(?:no|do|o|el|il|le|the)?\s*(?:dia|día|giorno|jour|day)\b", re.I)
+
+
+#: Little words before a date ("am 4.5.": dateparser reads "am" as a time of day).
+_LEADING = re.compile(
+    r"^(?:(?:on|the|am|an|le|la|el|il|den|op|em|no|na|a|al|au|vom|dem|der|ab|de|del|da|dal|di|"
+    r"du|por|per|by|at|van|vanaf|från)\s+)+",
+    re.I,
+)
 
 
 def _search(segment: str, language: str, received: datetime, order: str) -> date | None:
