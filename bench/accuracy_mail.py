@@ -77,8 +77,9 @@ def figures(items: list[tuple[Sample, dict[str, object]]]) -> list[tuple[str, st
     failure = {"bounce", "delay"}
 
     def is_bounce(got: dict[str, object]) -> bool:
-        return got["kind"] == "bounce" or got["kind"] == "delivery_report" and bool(
-            got.get("_delayed"))
+        return got["kind"] == "bounce" or (
+            got["kind"] == "delivery_report" and bool(got.get("_delayed"))
+        )
 
     tp = sum(1 for s, g in items if s.truth in failure and is_bounce(g))
     fp = sum(1 for s, g in items if s.truth not in failure and is_bounce(g))
@@ -183,7 +184,8 @@ def _misses(items: list[tuple[Sample, dict[str, object]]]) -> None:
         if s.recipients and not set(s.recipients) <= set(_recipients(g)):
             problems.append(f"recipients {_recipients(g)} want {s.recipients}")
         if problems:
-            print(f"  {s.corpus}/{s.file}{' (held out)' if s.held_out else ''}: {'; '.join(problems)}")
+            held = " (held out)" if s.held_out else ""
+            print(f"  {s.corpus}/{s.file}{held}: {'; '.join(problems)}")
 
 
 def main(argv: list[str]) -> int:

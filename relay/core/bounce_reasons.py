@@ -47,7 +47,8 @@ class BounceReason(StrEnum):
 
 _OUR_SIDE_WORDS = (
         r"sender (address|domain)|domain of sender|sender .{0,20}(rejected|denied|refused|invalid|"
-        r"not (allowed|verified))|after (end of )?data|in reply to (end of )?data|final data|after the data|"
+        r"not (allowed|verified))|after (end of )?data|in reply to (end of )?data|final data|"
+        r"after the data|"
         r"after mail from|not verified|open relay|relay(ing)? (denied|not (permitted|allowed))|"
         r"unable to relay|relay access denied|we do not relay|my name was rejected|\b(helo|ehlo)\b"
 )
@@ -109,7 +110,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
     ),
     (
         BounceReason.HOST_UNKNOWN,
-        r"host (or domain name )?(not found|unknown)|unknown host|domain (name )?(not found|unknown|"
+        r"host (or domain name )?(not found|unknown)|unknown host|"
+        r"domain (name )?(not found|unknown|"
         r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
         r"host not found|name or service not known|nxdomain|"
         r"(no|null) mx\b|no mail (exchanger|server|host)|"
@@ -151,7 +153,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"expired|retry time|timed? ?out|timeout|gave up|giving up|too long|"
         r"could not be delivered within|(has|have) not (yet )?been delivered|"
         r"undeliverable for \d+|unable to deliver .* (for|within) \d+|"
-        r"delivery (has been )?delayed|still (trying|retrying)|will (continue|keep) (trying|to try)|"
+        r"delivery (has been )?delayed|still (trying|retrying)|"
+        r"will (continue|keep) (trying|to try)|"
         r"connection (refused|timed out|lost|reset)|malformed or unexpected|servfail|"
         r"temporary failure in name resolution|could not connect|"
         r"unable to connect|no route to host|network (error|is unreachable)|dns (error|failure)|"
@@ -239,24 +242,38 @@ def classify(status: str | None, text: str, *, smtp_code: int | None = None) -> 
     """
     said = by_wording(text)
     coded = by_status(status)
+    decided = _override(status, said, coded, text)
+    if decided is not None:
+        return decided
+    if said in (BounceReason.POLICY, BounceReason.EXPIRED, None) and coded is not None:
+        if coded is BounceReason.HOST_UNKNOWN and said is BounceReason.EXPIRED:
+            return said  # 4.4.x with "timed out": a connection problem, not a missing domain
+        return coded
+    if said is not None:
+        return said
+    return _by_reply_code(smtp_code, status)
+
+
+def _override(
+    status: str | None, said: BounceReason | None, coded: BounceReason | None, text: str
+) -> BounceReason | None:
+    """The cases where one side decides whatever the other says."""
     transient = bool(status and status.startswith("4"))
     if transient and BounceReason.HOST_UNKNOWN in (said, coded) and not _NULL_MX.search(text):
         return BounceReason.EXPIRED  # a DNS failure the server will retry: not a missing domain
-    generic = {BounceReason.POLICY, BounceReason.EXPIRED, None}
     if coded is BounceReason.POLICY and status and status.split(".")[1] == "1":
         return coded  # X.1.7 / X.1.8: our sender address was refused
     if said is BounceReason.POLICY and _OUR_SIDE.search(text):
         return said  # our sender or our content was refused, whatever the code says
     if said is BounceReason.USER_UNKNOWN and coded is BounceReason.HOST_UNKNOWN:
         return coded
-    if said in generic and coded is not None:
-        if coded is BounceReason.HOST_UNKNOWN and said is BounceReason.EXPIRED:
-            return said  # 4.4.x with "timed out": a connection problem, not a missing domain
-        return coded
-    if said is not None:
-        return said
-    if smtp_code in (550, 551, 553) and status is None:
-        return BounceReason.USER_UNKNOWN if smtp_code == 551 else BounceReason.OTHER
+    return None
+
+
+def _by_reply_code(smtp_code: int | None, status: str | None) -> BounceReason:
+    """A bare SMTP reply code, when nothing else says why."""
+    if smtp_code == 551 and status is None:
+        return BounceReason.USER_UNKNOWN  # "user not local"
     if smtp_code == 552:
         return BounceReason.MAILBOX_FULL
     return BounceReason.OTHER

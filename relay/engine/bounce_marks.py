@@ -30,6 +30,9 @@ class SoftBounces:
     window: timedelta = timedelta(days=30)
 
 
+DEFAULT_SOFT_BOUNCES = SoftBounces()
+
+
 def soft_bounces(session: Session, contact_id: int, since: datetime) -> int:
     """How many of the contact's outbound messages bounced (with a reason) since ``since``."""
     query = select(func.count(Message.id)).where(

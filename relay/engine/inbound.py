@@ -26,7 +26,7 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
-from relay.engine.bounce_marks import SoftBounces, escalation
+from relay.engine.bounce_marks import DEFAULT_SOFT_BOUNCES, SoftBounces, escalation
 from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
@@ -93,7 +93,7 @@ def ingest(
     *,
     resolve: Callable[[str], Address],
     keywords: Keywords = Keywords(),
-    bounces: SoftBounces = SoftBounces(),
+    bounces: SoftBounces = DEFAULT_SOFT_BOUNCES,
 ) -> IngestReport:
     """Store everything a channel brought in, in the caller's one transaction."""
     report = IngestReport()
@@ -254,7 +254,7 @@ def apply_receipt(
     receipt: Receipt,
     now: datetime,
     *,
-    bounces: SoftBounces = SoftBounces(),
+    bounces: SoftBounces = DEFAULT_SOFT_BOUNCES,
 ) -> bool:
     """Record what the provider says of one of our messages; False if it is not ours.
 

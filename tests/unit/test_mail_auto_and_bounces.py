@@ -124,7 +124,9 @@ Message-ID: <msg-7-abc@relay>
 DSN_SOFT = (
     DSN.replace("Status: 5.1.1", "Status: 4.2.2")
     .replace("550 5.1.1", "452 4.2.2")
-    .replace("Recipient address\n    rejected: User unknown in local recipient table", "Mailbox full")
+    .replace(
+        "Recipient address\n    rejected: User unknown in local recipient table", "Mailbox full"
+    )
 )
 DSN_DELAYED = DSN.replace("Action: failed", "Action: delayed").replace("5.1.1", "4.4.1")
 DSN_RFC822 = DSN.replace("text/rfc822-headers", "message/rfc822").replace(

@@ -56,7 +56,8 @@ _SUBJECTS = re.compile(
     r"respuesta autom(?:á|a)tica|fuera de (?:la )?oficina|ausente|ausencia|de vacaciones|"
     r"mensaje autom(?:á|a)tico|"
     # Portuguese
-    r"resposta autom(?:á|a)tica|fora do escrit(?:ó|o)rio|ausente do escrit(?:ó|o)rio|de f(?:é|e)rias|"
+    r"resposta autom(?:á|a)tica|fora do escrit(?:ó|o)rio|ausente do escrit(?:ó|o)rio|"
+    r"de f(?:é|e)rias|"
     r"aus(?:ê|e)ncia|mensagem autom(?:á|a)tica|"
     # Italian
     r"risposta automatica|fuori (?:sede|ufficio)|assente|in ferie|assenza|"
@@ -69,7 +70,7 @@ _SUBJECTS = re.compile(
     # Polish, Russian, Chinese, Japanese
     r"odpowied(?:ź|z) automatyczna|poza biurem|автоответ|автоматический ответ|"
     r"自动回复|自動応答|自動返信"
-    r")(?=\s*(?:[:\-–(\[,|/]|$|until|till|through|from|on|bis|vom|ab|jusqu|du|hasta|del|desde|"
+    r")(?=\s*(?:[:\-\u2013(\[,|/]|$|until|till|through|from|on|bis|vom|ab|jusqu|du|hasta|del|desde|"
     r"at(?:é|e)|fino|dal|tot|van|till|fr(?:å|a)n|t\.?o\.?m|\d)))",
     re.IGNORECASE,
 )
@@ -141,8 +142,11 @@ _CUES: dict[str, tuple[str, str]] = {
 }
 #: Regions that write numeric dates month first ("4/5" is 5 April there).
 _MONTH_FIRST = frozenset({"US", "PH", "FM", "MH", "PW", "GU", "AS", "MP", "VI", "PR", "CA"})
-_RANGE = re.compile(r"(?<![\d/.-])(\d{1,2})(?:st|nd|rd|th|\.)?\s*(?:-|–|—|to|bis|au|al|a|tot|till)\s*"
-                    r"(\d{1,2})(?:st|nd|rd|th|\.)?(?![\d:/-]|\.\d)", re.I)
+_RANGE = re.compile(
+    r"(?<![\d/.-])(\d{1,2})(?:st|nd|rd|th|\.)?\s*(?:-|\u2013|\u2014|to|bis|au|al|a|tot|till)\s*"
+    r"(\d{1,2})(?:st|nd|rd|th|\.)?(?![\d:/-]|\.\d)",
+    re.I,
+)
 _MAX_AHEAD = timedelta(days=366)
 
 

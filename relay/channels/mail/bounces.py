@@ -249,15 +249,16 @@ def _address_field(value: object) -> str | None:
 
 
 def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
-    recipients = [g for g in groups if g.get("Action") or g.get("Status") or g.get("Final-Recipient")]
+    recipients = [
+        g for g in groups if g.get("Action") or g.get("Status") or g.get("Final-Recipient")
+    ]
     actions = [str(g.get("Action", "")).strip().lower() for g in recipients]
     failed = [g for g, a in zip(recipients, actions, strict=True) if a == "failed" or not a]
     body = _report_text(mail)
     success = {"delivered", "relayed", "expanded", "deliverable"}
     statuses = [parse_status(str(g.get("Status", ""))) or "" for g in recipients]
-    if recipients and all(
-        a in success or (not a and st.startswith("2")) for a, st in zip(actions, statuses, strict=True)
-    ):
+    pairs = zip(actions, statuses, strict=True)
+    if recipients and all(a in success or (not a and st.startswith("2")) for a, st in pairs):
         return _report(mail, recipients, delivered=True)
     if not failed and any(a == "delayed" for a in actions):
         return _report(mail, recipients, delayed=True)
@@ -384,7 +385,8 @@ def _from_text(mail: Message) -> Bounce:
         return _report(mail, [], delayed=True)
     detail = _error_text(body)
     status = parse_status(detail) or parse_status(body)
-    reason = classify(status, detail or body[:2000] or subject, smtp_code=_smtp_code(detail or body))
+    wording = detail or body[:2000] or subject
+    reason = classify(status, wording, smtp_code=_smtp_code(detail or body))
     reason = _staged(reason, body)
     return _failure(mail, status, reason, _text_recipients(mail, body), detail)
 
@@ -584,17 +586,9 @@ def original_message_id(mail: Message) -> str | None:
     """The Message-ID of the bounced mail: from the returned message or headers part,
     an ``Original-Message-ID`` / ``X-Original-Message-ID`` field, a quoted header
     line, or the VERP return path the bounce was sent to."""
-    for part in mail.walk():
-        kind = part.get_content_type()
-        if kind == "message/rfc822":
-            inner = part.get_payload()
-            first = inner[0] if isinstance(inner, list) and inner else None
-            if first is not None and not isinstance(first, str) and first.get("Message-ID"):
-                return str(first["Message-ID"]).strip()
-        elif kind == "text/rfc822-headers":
-            found = _MESSAGE_ID.search(_decoded(part))
-            if found:
-                return found.group(1)
+    attached = _attached_message_id(mail)
+    if attached:
+        return attached
     for header in ("Original-Message-ID", "X-Original-Message-ID"):
         if mail.get(header):
             return str(mail[header]).strip()
@@ -602,6 +596,22 @@ def original_message_id(mail: Message) -> str | None:
     if found:
         return found.group(1)
     return verp_message_id(mail)
+
+
+def _attached_message_id(mail: Message) -> str | None:
+    """The Message-ID of the returned message or headers part, if any."""
+    for part in mail.walk():
+        kind = part.get_content_type()
+        if kind == "message/rfc822":
+            inner = part.get_payload()
+            first = inner[0] if isinstance(inner, list) and inner else None
+            if isinstance(first, Message) and first.get("Message-ID"):
+                return str(first["Message-ID"]).strip()
+        elif kind == "text/rfc822-headers":
+            found = _MESSAGE_ID.search(_decoded(part))
+            if found:
+                return found.group(1)
+    return None
 
 
 def _decoded(part: Message) -> str:

@@ -91,7 +91,7 @@ def _complaint(
             at=at,
             reason="complaint",
         )
-    log.warning("abuse complaint %s names neither a recipient nor a message; kept aside", message_id)
+    log.warning("abuse complaint %s names neither a recipient nor a message", message_id)
     return None
 
 

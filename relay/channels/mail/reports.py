@@ -31,39 +31,31 @@ class Complaint:
 def ses_notification(mail: Message) -> dict[str, object] | None:
     """An Amazon SES notification forwarded by mail through SNS (a JSON body with
     ``notificationType`` Bounce, Complaint or Delivery), or None."""
-    import json
-
-    if "notificationType" not in str(mail.get_payload(decode=False))[:5000] and not any(
-        "notificationType" in str(p.get_payload(decode=False))[:5000]
-        for p in mail.walk()
-        if not p.is_multipart()
-    ):
-        return None
     for part in mail.walk():
         if part.is_multipart():
             continue
         text = _text(part)
-        start = text.find('{"notificationType"')
-        if start < 0:
-            start = text.find("{")
-        if start < 0 or "notificationType" not in text:
-            continue
-        try:
-            found = json.JSONDecoder(strict=False).raw_decode(text[start:])[0]
-        except ValueError:
-            continue
-        if isinstance(found, dict) and isinstance(found.get("Message"), str):
-            try:
-                found = json.loads(found["Message"])  # wrapped in an SNS envelope
-            except ValueError:
-                continue
-        if isinstance(found, dict) and found.get("notificationType") in {
-            "Bounce",
-            "Complaint",
-            "Delivery",
-        }:
-            return found
+        if "notificationType" in text:
+            found = _notification(text)
+            if found is not None:
+                return found
     return None
+
+
+def _notification(text: str) -> dict[str, object] | None:
+    """The SES notification in ``text`` (perhaps wrapped in an SNS envelope), or None."""
+    import json
+
+    start = text.find('{"notificationType"')
+    start = text.find("{") if start < 0 else start
+    try:
+        found = json.JSONDecoder(strict=False).raw_decode(text[max(start, 0) :])[0]
+        if isinstance(found, dict) and isinstance(found.get("Message"), str):
+            found = json.loads(found["Message"])
+    except ValueError:
+        return None
+    kinds = {"Bounce", "Complaint", "Delivery"}
+    return found if isinstance(found, dict) and found.get("notificationType") in kinds else None
 
 
 def parse_complaint(mail: Message) -> Complaint | None:
@@ -108,7 +100,7 @@ def _feedback_fields(mail: Message) -> str | None:
     if mail.get_content_type() == "multipart/report" and report_type == "feedback-report":
         return "\n".join(_text(p) for p in mail.walk() if p.get_content_maintype() == "text")
     # A report whose fields travel as text: only when they look like ARF fields.
-    if mail.get_content_type() == "multipart/report" or mail.get_content_type() == "multipart/mixed":
+    if mail.get_content_type() in {"multipart/report", "multipart/mixed"}:
         for part in mail.walk():
             if part.get_content_type() == "text/plain":
                 text = _text(part)
@@ -126,22 +118,27 @@ def _recipient(mail: Message, fields: str) -> str | None:
         address = _ADDRESS.search(found.group(1))
         if address:
             return address.group(0).lower()
+    headers = _reported_headers(mail)
+    if headers is not None:
+        for _, address in getaddresses([str(v) for v in headers.get_all("To", [])]):
+            if _ADDRESS.fullmatch(address or ""):
+                return address.lower()
+    return None
+
+
+def _reported_headers(mail: Message) -> Message | None:
+    """The headers of the reported message (its attached copy or headers part)."""
+    from email.parser import HeaderParser
+
     for part in mail.walk():
         kind = part.get_content_type()
-        headers: Message | None = None
         if kind == "message/rfc822":
             inner = part.get_payload()
             first = inner[0] if isinstance(inner, list) and inner else None
-            headers = first if isinstance(first, Message) else None
+            if isinstance(first, Message):
+                return first
         elif kind == "text/rfc822-headers":
-            from email.parser import HeaderParser
-
-            headers = HeaderParser().parsestr(_text(part))
-        if headers is not None:
-            pairs = getaddresses([str(v) for v in headers.get_all("To", [])])
-            for _, address in pairs:
-                if _ADDRESS.fullmatch(address or ""):
-                    return address.lower()
+            return HeaderParser().parsestr(_text(part))
     return None
 
 

@@ -20,6 +20,7 @@ from relay.store.models import Contact, EventRow, Message
 from relay.testing import FakeClock
 
 PHONE = "+15550002222"
+DEFAULT = SoftBounces()
 
 
 def _settle(relay: Any) -> None:
@@ -37,7 +38,7 @@ def _sent(relay: Any, instance_id: str) -> list[Message]:
 
 
 def _bounce(relay: Any, message: Message, now: Any, *, reason: str, permanent: bool,
-            policy: SoftBounces = SoftBounces()) -> None:  # fmt: skip
+            policy: SoftBounces = DEFAULT) -> None:  # fmt: skip
     receipt = Receipt(message.provider_message_id or "", DeliveryStatus.BOUNCED,
                       error=f"bounced ({reason})", permanent=permanent, reason=reason)  # fmt: skip
     with relay.store.transaction() as session:
