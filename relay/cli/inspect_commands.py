@@ -98,7 +98,7 @@ def text(json_out: JsonOption = False) -> None:
     from relay.channels.mail.text import new_part
     from relay.core.optout import is_opt_in, is_opt_out
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for line in sys.stdin.read().splitlines():
         kept = new_part(line)
         rows.append({"text": kept, "opt_out": is_opt_out(kept), "opt_in": is_opt_in(kept)})

@@ -268,7 +268,7 @@ def _search(segment: str, language: str, received: datetime, order: str) -> date
         "PREFER_DAY_OF_MONTH": "first",
     }
     try:
-        results = search_dates(segment, languages=[language], settings=settings)  # type: ignore[arg-type]
+        results = search_dates(segment, languages=[language], settings=settings)
     except (ValueError, OverflowError, TypeError):
         return None
     for said, moment in results or ():

@@ -115,9 +115,9 @@ def _recipient(mail: Message, fields: str) -> str | None:
 
     found = re.search(r"^original-rcpt-to:\s*(.+)$", fields, re.I | re.M)
     if found:
-        address = _ADDRESS.search(found.group(1))
-        if address:
-            return address.group(0).lower()
+        named = _ADDRESS.search(found.group(1))
+        if named:
+            return named.group(0).lower()
     headers = _reported_headers(mail)
     if headers is not None:
         for _, address in getaddresses([str(v) for v in headers.get_all("To", [])]):
