@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from relay.engine.doctor import Finding
     from relay.engine.inbound import IngestReport
     from relay.engine.program import parse_meta
+    from relay.inspection import inspect_address, inspect_mail, inspect_text
     from relay.runner.demo import DemoResult
     from relay.runner.logs import configure_logging
     from relay.runner.pulse import PulseReport
@@ -102,6 +103,9 @@ __all__ = [
     "daemon_log_path",
     "daemon_pid",
     "downgrade_schema",
+    "inspect_address",
+    "inspect_mail",
+    "inspect_text",
     "load_config",
     "parse_meta",
     "run_demo",
@@ -118,6 +122,9 @@ _LAZY = {
     "ImportReport": "relay.engine.campaigns",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.program",
+    "inspect_mail": "relay.inspection",
+    "inspect_text": "relay.inspection",
+    "inspect_address": "relay.inspection",
 }
 
 

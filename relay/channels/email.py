@@ -259,7 +259,7 @@ class EmailChannel:
         ``bounce_address`` is set (a bounce then finds it even if it quotes nothing)."""
         if not self.bounce_address:
             return self.identity.address
-        from relay.channels.mail.bounces import verp_address
+        from relay.channels.mail.verp import verp_address
 
         return verp_address(self.bounce_address, str(email["Message-ID"]))
 

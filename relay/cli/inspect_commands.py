@@ -1,9 +1,9 @@
 """``relay inspect mail|text|address``: what relay makes of a message, without a database.
 
-Each subcommand calls the very functions the daemon calls on what arrives
-(:func:`relay.channels.mail.reading.read_mail`, the reply text and opt-out
-rules, :func:`relay.engine.addresses.normalise_address`), so its answer is
-the daemon's. Nothing is stored and no ``relay.toml`` is needed (when one
+Each subcommand calls, through :mod:`relay.api`, the very functions the
+daemon calls on what arrives (the mail channel's reading of a mail, the reply
+text and opt-out rules, the address normalisation), so its answer is the
+daemon's. Nothing is stored and no ``relay.toml`` is needed (when one
 is there, its default region is used for phone numbers, as the daemon would).
 """
 
@@ -36,10 +36,10 @@ def mail(
 
     One JSON object per file and line with --json (schema: inspect-mail.json).
     """
-    from relay.channels.mail.reading import describe, read_mail
+    from relay.api import inspect_mail
 
     raws = [(str(path), _read(path)) for path in files]  # all readable before printing
-    objects = [describe(read_mail(raw), name) for name, raw in raws]
+    objects = [inspect_mail(raw, name) for name, raw in raws]
     if json_out:
         for item in objects:
             render.emit_json_line(item)
@@ -95,13 +95,9 @@ def text(json_out: JsonOption = False) -> None:
 
     One JSON object per line with --json (schema: inspect-text.json).
     """
-    from relay.channels.mail.text import new_part
-    from relay.core.optout import is_opt_in, is_opt_out
+    from relay.api import inspect_text
 
-    rows: list[dict[str, Any]] = []
-    for line in sys.stdin.read().splitlines():
-        kept = new_part(line)
-        rows.append({"text": kept, "opt_out": is_opt_out(kept), "opt_in": is_opt_in(kept)})
+    rows = [inspect_text(line) for line in sys.stdin.read().splitlines()]
     if json_out:
         for row in rows:
             render.emit_json_line(row)
@@ -127,7 +123,10 @@ def address(
 
     One JSON object per value and line with --json (schema: inspect-address.json).
     """
-    rows = [_address(value, channel) for value in values]
+    from relay.api import inspect_address
+
+    region = _region()
+    rows = [inspect_address(value, region, channel) for value in values]
     if json_out:
         for row in rows:
             render.emit_json_line(row)
@@ -137,21 +136,6 @@ def address(
         [render.Col("input", "text"), render.Col("address"), render.Col("error", "text")],
         ([r["input"], r["address"] or "-", r["error"] or "-"] for r in rows),
     )
-
-
-def _address(value: str, channel: str | None) -> dict[str, Any]:
-    import inspect
-
-    from relay.engine.addresses import normalise_address
-
-    options: dict[str, Any] = {}
-    if channel is not None and "channel" in inspect.signature(normalise_address).parameters:
-        options["channel"] = channel
-    try:
-        found = normalise_address(value, _region(), **options)
-    except InvalidInput as exc:
-        return {"input": value, "address": None, "error": exc.message}
-    return {"input": value, "address": found.value, "error": None}
 
 
 def _region() -> str:

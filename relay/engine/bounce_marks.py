@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from relay.core.values import Direction
+from relay.channels.base import Receipt
+from relay.core.values import MessageStatus
+from relay.store import bounce_counts, contact_work
 from relay.store.models import Contact, Message
 
 
@@ -33,15 +34,29 @@ class SoftBounces:
 DEFAULT_SOFT_BOUNCES = SoftBounces()
 
 
-def soft_bounces(session: Session, contact_id: int, since: datetime) -> int:
-    """How many of the contact's outbound messages bounced (with a reason) since ``since``."""
-    query = select(func.count(Message.id)).where(
-        Message.contact_id == contact_id,
-        Message.direction == Direction.OUTBOUND.value,
-        Message.bounce_reason.is_not(None),
-        Message.delivery_updated_at >= since,
-    )
-    return int(session.execute(query).scalar_one())
+def record_bounce(
+    session: Session,
+    person: Contact,
+    message: Message,
+    receipt: Receipt,
+    reason: str,
+    now: datetime,
+    policy: SoftBounces,
+) -> None:
+    """Keep the bounce's reason on its message; mark the contact when the address is
+    dead or soft bounces have piled up (``reason``: the failure as the operator reads it)."""
+    message.bounce_reason = receipt.reason
+    repeated = None if receipt.permanent else escalation(session, person, receipt.reason, now,
+                                                          policy)  # fmt: skip
+    if receipt.permanent or repeated:
+        mark_undeliverable(
+            session,
+            person,
+            repeated or reason,
+            now,
+            bounce_reason=receipt.reason,
+            message_id=message.id,
+        )
 
 
 def escalation(
@@ -51,8 +66,31 @@ def escalation(
     if policy.limit <= 0 or reason is None:
         return None
     session.flush()
-    count = soft_bounces(session, person.id, now - policy.window)
+    count = bounce_counts.bounced_since(session, person.id, now - policy.window)
     if count < policy.limit:
         return None
     days = policy.window.total_seconds() / 86400
     return f"{count} bounces within {days:g} days (last: {reason})"
+
+
+def mark_undeliverable(
+    session: Session,
+    person: Contact,
+    reason: str,
+    now: datetime,
+    *,
+    bounce_reason: str | None = None,
+    message_id: int | None = None,
+) -> None:
+    """The address will never work: hold what is queued for it, refuse new conversations.
+    ``bounce_reason`` and ``message_id``: the bounce that said so (``relay contact show``)."""
+    if person.undeliverable_at is None:
+        person.undeliverable_at = now
+        person.undeliverable_reason = reason
+        person.bounce_reason = bounce_reason
+        person.undeliverable_message_id = message_id
+        person.updated_at = now
+    for queued in contact_work.queued_outbound_to(session, person.id):
+        queued.status = MessageStatus.FAILED.value
+        queued.last_error = f"address undeliverable: {reason}"
+        queued.next_attempt_at = None

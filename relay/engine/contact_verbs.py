@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from relay.engine import audit, contacts
 from relay.engine.addresses import Address
-from relay.engine.views import ContactView, MessageView, UndeliverableMark
+from relay.engine.marks_view import UndeliverableMark
+from relay.engine.views import ContactView, MessageView
 from relay.store import contact_rows, queries
 from relay.store.database import Store
 

@@ -26,7 +26,11 @@ from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine import chat_links, events, transitions
 from relay.engine.addresses import Address
-from relay.engine.bounce_marks import DEFAULT_SOFT_BOUNCES, SoftBounces, escalation
+from relay.engine.bounce_marks import (
+    DEFAULT_SOFT_BOUNCES,
+    SoftBounces,
+    record_bounce,
+)
 from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
@@ -259,10 +263,9 @@ def apply_receipt(
     """Record what the provider says of one of our messages; False if it is not ours.
 
     A failure fails the message and hands its conversation to a person; its
-    contact is marked undeliverable when the address is dead
-    (``receipt.permanent``) or when soft bounces pile up (``bounces``). An
-    abuse complaint about a delivered message opts the contact out (reason
-    ``complaint``)."""
+    contact is marked undeliverable when the address is dead or soft bounces
+    pile up (:mod:`relay.engine.bounce_marks`). An abuse complaint about a
+    delivered message opts the contact out (reason ``complaint``)."""
     message = arrivals.outbound_by_provider_id(session, channel, receipt.provider_message_id)
     if message is None:
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
@@ -270,60 +273,27 @@ def apply_receipt(
     status = DeliveryStatus(receipt.status)
     message.delivery_status = status.value
     message.delivery_updated_at = receipt.at or now
-    if receipt.opted_out and not status.failed:
-        person = session.get(Contact, message.contact_id)
-        assert person is not None
-        opt_out(session, person, now, reason=receipt.reason or "complaint")
+    if not (status.failed or receipt.opted_out):
         return True
-    if not status.failed:
+    person = session.get(Contact, message.contact_id)
+    assert person is not None
+    if not status.failed:  # a complaint about a delivered message
+        opt_out(session, person, now, reason=receipt.reason or "complaint")
         return True
     message.status = MessageStatus.FAILED.value
     message.next_attempt_at = None
     message.last_error = receipt.error or status.value
-    message.bounce_reason = receipt.reason
-    person = session.get(Contact, message.contact_id)
-    assert person is not None
     reason = f"message {message.id} {status.value}: {receipt.error or 'no reason given'}"
     if receipt.opted_out:
         opt_out(session, person, now, reason=f"provider: {reason}")
         return True
-    repeated = None if receipt.permanent else escalation(session, person, receipt.reason, now,
-                                                          bounces)
-    if receipt.permanent or repeated:
-        mark_undeliverable(
-            session,
-            person,
-            repeated or reason,
-            now,
-            bounce_reason=receipt.reason,
-            message_id=message.id,
-        )
+    record_bounce(session, person, message, receipt, reason, now, bounces)
     if message.instance_id is not None:
         instance = claims.lock_instance(session, message.instance_id)
         if instance is not None:
             funnel.forget_delivery(session, instance)
             transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
-
-
-def mark_undeliverable(
-    session: Session,
-    person: Contact,
-    reason: str,
-    now: datetime,
-    *,
-    bounce_reason: str | None = None,
-    message_id: int | None = None,
-) -> None:
-    """The address will never work: hold what is queued for it, refuse new conversations.
-    ``bounce_reason`` and ``message_id``: the bounce that said so (``relay contact show``)."""
-    if person.undeliverable_at is None:
-        person.undeliverable_at = now
-        person.undeliverable_reason = reason
-        person.bounce_reason = bounce_reason
-        person.undeliverable_message_id = message_id
-        person.updated_at = now
-    _hold_outbound(session, person.id, MessageStatus.FAILED, f"address undeliverable: {reason}")
 
 
 def _reject(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:

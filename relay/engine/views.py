@@ -16,6 +16,7 @@ from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
+from relay.engine.marks_view import UndeliverableMark
 
 if TYPE_CHECKING:
     from relay.engine.report_views import EventView
@@ -344,32 +345,6 @@ class ContactView:
             "live_instance": self.live_instance,
             "queued": list(self.queued),
             "unrouted": [m.to_json() for m in self.unrouted],
-        }
-
-
-@dataclass(frozen=True)
-class UndeliverableMark:
-    """Why nothing more is sent to a contact: the reason, and the bounce that set it."""
-
-    at: datetime
-    reason: str | None
-    #: The classified reason of the bounce (user_unknown, ...), None for other marks.
-    bounce_reason: str | None = None
-    #: The outbound message that bounced (None when not recorded or since pruned).
-    message_id: int | None = None
-    instance_id: str | None = None
-    bounced_at: datetime | None = None
-    error: str | None = None
-
-    def bounce_json(self) -> dict[str, Any] | None:
-        if self.bounce_reason is None and self.message_id is None:
-            return None
-        return {
-            "reason": self.bounce_reason,
-            "message_id": self.message_id,
-            "instance_id": self.instance_id,
-            "at": isoformat(self.bounced_at),
-            "error": self.error,
         }
 
 

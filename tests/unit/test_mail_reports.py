@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 from relay.channels.base import Inbound, Receipt
-from relay.channels.mail.bounces import verp_address, verp_message_id
 from relay.channels.mail.parse import Mailbox, parse_mail
 from relay.channels.mail.reading import MailKind, read_mail
+from relay.channels.mail.verp import verp_address, verp_message_id
 from relay.core.values import DeliveryStatus, InboundKind
 
 ARRIVED = datetime(2026, 3, 3, 9, 0, tzinfo=UTC)

@@ -28,38 +28,10 @@ class Complaint:
     original_message_id: str | None
 
 
-def ses_notification(mail: Message) -> dict[str, object] | None:
-    """An Amazon SES notification forwarded by mail through SNS (a JSON body with
-    ``notificationType`` Bounce, Complaint or Delivery), or None."""
-    for part in mail.walk():
-        if part.is_multipart():
-            continue
-        text = _text(part)
-        if "notificationType" in text:
-            found = _notification(text)
-            if found is not None:
-                return found
-    return None
-
-
-def _notification(text: str) -> dict[str, object] | None:
-    """The SES notification in ``text`` (perhaps wrapped in an SNS envelope), or None."""
-    import json
-
-    start = text.find('{"notificationType"')
-    start = text.find("{") if start < 0 else start
-    try:
-        found = json.JSONDecoder(strict=False).raw_decode(text[max(start, 0) :])[0]
-        if isinstance(found, dict) and isinstance(found.get("Message"), str):
-            found = json.loads(found["Message"])
-    except ValueError:
-        return None
-    kinds = {"Bounce", "Complaint", "Delivery"}
-    return found if isinstance(found, dict) and found.get("notificationType") in kinds else None
-
-
 def parse_complaint(mail: Message) -> Complaint | None:
     """The ARF report (or SES complaint notification) in ``mail``, or None when it is none."""
+    from relay.channels.mail.ses import ses_notification
+
     ses = ses_notification(mail)
     if ses is not None:
         if ses.get("notificationType") != "Complaint":
@@ -96,14 +68,14 @@ def _feedback_fields(mail: Message) -> str | None:
     report_type = str(mail.get_param("report-type", "", header="Content-Type") or "").lower()
     for part in mail.walk():
         if part.get_content_type() == "message/feedback-report":
-            return _text(part)
+            return text_of(part)
     if mail.get_content_type() == "multipart/report" and report_type == "feedback-report":
-        return "\n".join(_text(p) for p in mail.walk() if p.get_content_maintype() == "text")
+        return "\n".join(text_of(p) for p in mail.walk() if p.get_content_maintype() == "text")
     # A report whose fields travel as text: only when they look like ARF fields.
     if mail.get_content_type() in {"multipart/report", "multipart/mixed"}:
         for part in mail.walk():
             if part.get_content_type() == "text/plain":
-                text = _text(part)
+                text = text_of(part)
                 if _FIELD.search(text) and re.search(r"^user-agent:|^version:", text, re.I | re.M):
                     return text
     return None
@@ -138,11 +110,11 @@ def _reported_headers(mail: Message) -> Message | None:
             if isinstance(first, Message):
                 return first
         elif kind == "text/rfc822-headers":
-            return HeaderParser().parsestr(_text(part))
+            return HeaderParser().parsestr(text_of(part))
     return None
 
 
-def _text(part: Message) -> str:
+def text_of(part: Message) -> str:
     payload = part.get_payload(decode=True)
     if isinstance(payload, bytes):
         return payload.decode(part.get_content_charset() or "utf-8", "replace")
