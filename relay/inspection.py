@@ -34,7 +34,7 @@ def inspect_address(value: str, region: str, channel: str | None = None) -> dict
     """The address relay would store for ``value``, or the one-line reason it refuses it."""
     import inspect
 
-    from relay.engine.addresses import normalise_address
+    from relay.engine.contacts.addresses import normalise_address
 
     options: dict[str, Any] = {}
     if channel is not None and "channel" in inspect.signature(normalise_address).parameters:

@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.values import DeliveryStatus, InboundKind
-from relay.engine import inbound
-from relay.engine.bounce_marks import SoftBounces
+from relay.engine.contacts.bounce_marks import SoftBounces
+from relay.engine.inbound import ingest as inbound
 from relay.runner.pulse import Pulse
 from relay.store.models import Contact, EventRow, Message
 from relay.testing import FakeClock
