@@ -212,3 +212,16 @@ def decoded(part: Message) -> str:
         except LookupError:
             return payload.decode("utf-8", "replace")
     return str(part.get_payload())
+
+
+def part_text(part: Message) -> str:
+    """A part's text: decoded, or its sub-parts' headers for a list payload."""
+    payload = part.get_payload(decode=True)
+    if isinstance(payload, bytes):
+        return payload.decode(part.get_content_charset() or "utf-8", "replace")
+    inner = part.get_payload()
+    if isinstance(inner, list):
+        return "\n".join(
+            "\n".join(f"{k}: {v}" for k, v in p.items()) for p in inner if isinstance(p, Message)
+        )
+    return str(inner)

@@ -20,9 +20,9 @@ the report quotes nothing, the VERP return path it was sent to
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from email.message import Message
 
+from relay.channels.mail.bounce_record import Bounce
 from relay.channels.mail.bounce_text import (
     ADDRESS,
     SMTP_REPLY,
@@ -95,35 +95,13 @@ _GAVE_UP = re.compile(
 _MESSAGE_ID = re.compile(r"^\s*(?:x-)?(?:original-)?message-id:\s*(<[^>\s]+>)", re.I | re.M)
 
 
-@dataclass(frozen=True)
-class Bounce:
-    """What a bounce says: the message it is about, why, for whom, and whether for good."""
-
-    original_message_id: str | None
-    #: The address is dead (its reason is user or host unknown): mark it undeliverable.
-    permanent: bool
-    error: str
-    #: A "still trying" warning (Action: delayed, or a plain-text delay notice), not a failure.
-    delayed: bool = False
-    #: A success report (Action: delivered/relayed/expanded), asked for by NOTIFY=SUCCESS.
-    delivered: bool = False
-    reason: BounceReason = BounceReason.OTHER
-    recipients: tuple[str, ...] = field(default=())
-    status: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        """A real failure (not a delay warning, not a success report)."""
-        return not (self.delayed or self.delivered)
-
-
 def parse_bounce(mail: Message) -> Bounce | None:
     """The bounce in ``mail``, or None when ``mail`` is not a bounce."""
     from relay.channels.mail.ses import ses_bounce, ses_notification
 
     ses = ses_notification(mail)
     if ses is not None:
-        return ses_bounce(mail, ses)
+        return ses_bounce(ses, original_message_id(mail))
     groups = _delivery_status(mail)
     if groups is not None:
         return _from_dsn(mail, groups)

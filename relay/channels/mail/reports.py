@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
+from relay.channels.mail.bounce_text import part_text
+
 _FIELD = re.compile(r"^feedback-type:\s*([\w-]+)", re.I | re.M)
 _ADDRESS = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
 
@@ -68,14 +70,14 @@ def _feedback_fields(mail: Message) -> str | None:
     report_type = str(mail.get_param("report-type", "", header="Content-Type") or "").lower()
     for part in mail.walk():
         if part.get_content_type() == "message/feedback-report":
-            return text_of(part)
+            return part_text(part)
     if mail.get_content_type() == "multipart/report" and report_type == "feedback-report":
-        return "\n".join(text_of(p) for p in mail.walk() if p.get_content_maintype() == "text")
+        return "\n".join(part_text(p) for p in mail.walk() if p.get_content_maintype() == "text")
     # A report whose fields travel as text: only when they look like ARF fields.
     if mail.get_content_type() in {"multipart/report", "multipart/mixed"}:
         for part in mail.walk():
             if part.get_content_type() == "text/plain":
-                text = text_of(part)
+                text = part_text(part)
                 if _FIELD.search(text) and re.search(r"^user-agent:|^version:", text, re.I | re.M):
                     return text
     return None
@@ -110,17 +112,5 @@ def _reported_headers(mail: Message) -> Message | None:
             if isinstance(first, Message):
                 return first
         elif kind == "text/rfc822-headers":
-            return HeaderParser().parsestr(text_of(part))
+            return HeaderParser().parsestr(part_text(part))
     return None
-
-
-def text_of(part: Message) -> str:
-    payload = part.get_payload(decode=True)
-    if isinstance(payload, bytes):
-        return payload.decode(part.get_content_charset() or "utf-8", "replace")
-    inner = part.get_payload()
-    if isinstance(inner, list):
-        return "\n".join(
-            "\n".join(f"{k}: {v}" for k, v in p.items()) for p in inner if isinstance(p, Message)
-        )
-    return str(inner)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from email.message import Message
 
-from relay.channels.mail.bounces import Bounce, original_message_id
-from relay.channels.mail.reports import text_of
+from relay.channels.mail.bounce_record import Bounce
+from relay.channels.mail.bounce_text import part_text
 from relay.core.bounce_reasons import BounceReason, classify, parse_status
 
 
@@ -22,7 +22,7 @@ def ses_notification(mail: Message) -> dict[str, object] | None:
     for part in mail.walk():
         if part.is_multipart():
             continue
-        text = text_of(part)
+        text = part_text(part)
         if "notificationType" in text:
             found = _notification(text)
             if found is not None:
@@ -46,7 +46,7 @@ def _notification(text: str) -> dict[str, object] | None:
     return found if isinstance(found, dict) and found.get("notificationType") in kinds else None
 
 
-def ses_bounce(mail: Message, ses: dict[str, object]) -> Bounce | None:
+def ses_bounce(ses: dict[str, object], quoted_id: str | None) -> Bounce | None:
     """An Amazon SES Bounce or Delivery notification (a Complaint is no bounce)."""
     kind = ses.get("notificationType")
     if kind == "Complaint":
@@ -55,7 +55,7 @@ def ses_bounce(mail: Message, ses: dict[str, object]) -> Bounce | None:
     info = details if isinstance(details, dict) else {}
     mail_info = ses.get("mail")
     sent = mail_info if isinstance(mail_info, dict) else {}
-    message_id = f"<{sent['messageId']}>" if sent.get("messageId") else original_message_id(mail)
+    message_id = f"<{sent['messageId']}>" if sent.get("messageId") else quoted_id
     if kind == "Delivery":
         people = info.get("recipients") or []
         addresses = [str(a).lower() for a in people] if isinstance(people, list) else []
