@@ -44,13 +44,12 @@ from relay.engine.verbs import service
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import (
     ContactView,
-    DaemonView,
     InstanceView,
     MessageView,
-    StatusView,
     TransitionView,
 )
 from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
+from relay.engine.views.status import DaemonView, StatusView
 from relay.store.opening import open_store
 
 if TYPE_CHECKING:
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
     from relay.engine.verbs.campaigns import ImportReport
     from relay.engine.verbs.doctor import Finding
     from relay.engine.verbs.program import parse_meta
+    from relay.inspection import inspect_address, inspect_mail, inspect_text
     from relay.runner.demo import DemoResult
     from relay.runner.logs import configure_logging
     from relay.runner.pulse import PulseReport
@@ -98,6 +98,9 @@ __all__ = [
     "daemon_log_path",
     "daemon_pid",
     "downgrade_schema",
+    "inspect_address",
+    "inspect_mail",
+    "inspect_text",
     "load_config",
     "parse_meta",
     "run_demo",
@@ -115,6 +118,9 @@ _LAZY = {
     "channels_of_type": "relay.engine.backends",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.verbs.program",
+    "inspect_mail": "relay.inspection",
+    "inspect_text": "relay.inspection",
+    "inspect_address": "relay.inspection",
 }
 
 

@@ -271,6 +271,10 @@ backoff = "30s"          # first retry delay, doubling each attempt
 keywords = "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT"
 optin_keywords = "START,UNSTOP,YES"   # only from a contact who opted out
 
+[bounces]
+soft_limit = 3           # this many soft bounces (mailbox full, blocked...) of one address,
+soft_window = "30d"      # ... within this window, mark it undeliverable (soft_limit 0: never)
+
 [channels.console]
 # file = ".relay/console.jsonl"          # where "sent" messages are recorded
 # inbox = ".relay/console-inbox.jsonl"   # lines {"from": ..., "text": ...} read by polling

@@ -153,6 +153,21 @@ class OptOutSettings:
 
 
 @dataclass(frozen=True)
+class BounceSettings:
+    """``[bounces]``: this many soft bounces (mailbox full, blocked, ...) of one address
+    within ``soft_window`` mark it undeliverable (0: never)."""
+
+    soft_limit: int = key(
+        3, 0,
+        "soft bounces (mailbox full, blocked, rate limited, ...) of one address within "
+        "`soft_window` that mark it undeliverable; `0` never marks it for soft bounces",
+    )  # fmt: skip
+    soft_window: timedelta = key(
+        "30d", DURATION, "the window in which soft bounces of one address are counted"
+    )
+
+
+@dataclass(frozen=True)
 class DaemonSettings:
     """``[daemon]``: how often it pulses and polls, and how much one pulse claims."""
 
@@ -241,6 +256,7 @@ class Settings:
     turns: TurnSettings
     outbox: OutboxSettings
     optout: OptOutSettings
+    bounces: BounceSettings
     daemon: DaemonSettings
     retention: RetentionSettings
     console: ConsoleSettings

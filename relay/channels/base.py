@@ -139,9 +139,13 @@ class Receipt:
     error: str | None = None
     #: The address will never work (a hard bounce, an unknown number): no more sends to it.
     permanent: bool = False
-    #: The provider refuses because the recipient opted out with it (Twilio 21610).
+    #: The provider refuses because the recipient opted out with it (Twilio 21610), or
+    #: the recipient complained of abuse (``status`` delivered, ``reason`` "complaint").
     opted_out: bool = False
     at: datetime | None = None
+    #: Why it bounced (a :class:`relay.core.bounce_reasons.BounceReason` value), or the
+    #: opt-out reason of a complaint.
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,13 @@ class ImapConfig:
         )
 
 
+def _pause(name: str, settings: Mapping[str, Any]) -> timedelta | None:
+    """``auto_reply_pause`` (default 7d; "0" never pauses without a return date)."""
+    if str(settings.get("auto_reply_pause", "7d")).strip() in {"0", "0s", ""}:
+        return None
+    return timedelta(seconds=setting_seconds(name, settings, "auto_reply_pause", "7d"))
+
+
 class EmailChannel:
     """Sends each message as one plain-text email; reads replies from an IMAP mailbox."""
 
@@ -125,6 +132,8 @@ class EmailChannel:
         identity: Identity | None = None,
         imap: ImapConfig | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        bounce_address: str | None = None,
+        auto_reply_pause: timedelta | None = timedelta(days=7),
     ) -> None:
         if starttls and use_ssl:
             raise ConfigError(
@@ -145,6 +154,10 @@ class EmailChannel:
         self.timeout = timeout
         self.imap = imap
         self.now = now
+        #: VERP: each message goes out with the return path ``bounces+<token>@<its domain>``.
+        self.bounce_address = bounce_address
+        #: An out-of-office naming no readable return date pauses its conversation this long.
+        self.auto_reply_pause = auto_reply_pause
         self._poller: ImapPoller | None = None
 
     @classmethod
@@ -172,6 +185,8 @@ class EmailChannel:
             timeout=setting_seconds(name, settings, "timeout", "30s"),
             identity=identity,
             imap=ImapConfig.from_settings(name, settings),
+            bounce_address=_text(settings, "bounce_address"),
+            auto_reply_pause=_pause(name, settings),
         )
 
     # -- checks -------------------------------------------------------------------------------
@@ -232,13 +247,22 @@ class EmailChannel:
                 smtp.starttls(context=ssl.create_default_context())
             if self.username and password is not None:
                 smtp.login(self.username, password)
-            smtp.send_message(email, from_addr=self.identity.address, to_addrs=[to])
+            smtp.send_message(email, from_addr=self.return_path(email), to_addrs=[to])
         finally:
             # The server has the message once DATA is accepted; a failed goodbye changes nothing.
             try:
                 smtp.quit()
             except (smtplib.SMTPException, OSError):
                 smtp.close()
+
+    def return_path(self, email: EmailMessage) -> str:
+        """The SMTP envelope sender: a VERP address naming the message when
+        ``bounce_address`` is set (a bounce then finds it even if it quotes nothing)."""
+        if not self.bounce_address:
+            return self.identity.address
+        from relay.channels.mail.verp import verp_address
+
+        return verp_address(self.bounce_address, str(email["Message-ID"]))
 
     def _classify(self, exc: OSError) -> ChannelError:
         """4xx replies and network trouble are worth a retry; 5xx and TLS misfits are not."""
@@ -265,7 +289,9 @@ class EmailChannel:
         from relay.channels.mail.parse import MAX_RAW, Mailbox, parse_mail
 
         fetched, moved = self.poller().fetch(cursor)
-        mailbox = Mailbox(self.identity.address, self.identity.unsubscribe_address)
+        mailbox = Mailbox(
+            self.identity.address, self.identity.unsubscribe_address, self.auto_reply_pause
+        )
         messages: list[Inbound] = []
         receipts: list[Receipt] = []
         rejected: list[Rejected] = []

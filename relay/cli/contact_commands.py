@@ -28,6 +28,7 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("time zone", view.timezone or "(default)"),
             *((f"field {k}", v) for k, v in view.fields.items()),
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
+            *_undeliverable(view),
             ("live instance", view.live_instance),
             ("queued", ", ".join(view.queued) or "-"),
             *([("in flight", str(view.in_flight))] if view.in_flight else []),
@@ -39,6 +40,25 @@ def _print(view: ContactView, json_out: bool) -> None:
             ["#", "time", "text"],
             ([m.id, render.when(m.created_at), m.text] for m in view.unrouted),
         )
+
+
+def _undeliverable(view: ContactView) -> list[tuple[str, object]]:
+    mark = view.undeliverable
+    if mark is None:
+        return [("undeliverable", "no")]
+    rows: list[tuple[str, object]] = [
+        ("undeliverable", render.when(mark.at)),
+        ("  reason", mark.reason or "-"),
+    ]
+    if mark.bounce_reason or mark.message_id is not None:
+        rows.append(("  bounce", mark.bounce_reason or "-"))
+        where = f"message {mark.message_id}" if mark.message_id is not None else "-"
+        if mark.instance_id:
+            where += f" of {mark.instance_id}"
+        rows.append(("  bounced", where))
+        if mark.error:
+            rows.append(("  error", mark.error))
+    return rows
 
 
 @contact_app.command("list")
@@ -122,6 +142,16 @@ def opt_out(
 def opt_in(contact: ContactArg, json_out: JsonOption = False) -> None:
     """Allow messages to a contact who opted out (they asked to hear from you again)."""
     _print(state.relay().opt_in(contact), json_out)
+
+
+@contact_app.command()
+def deliverable(contact: ContactArg, json_out: JsonOption = False) -> None:
+    """Clear a contact's undeliverable mark (set by a bounce): it can be reached again.
+
+    The change is audited with the old reason (`relay events`). Messages the mark
+    failed stay failed: `relay retry MESSAGE_ID` sends one again.
+    """
+    _print(state.relay().deliverable(contact), json_out)
 
 
 @contact_app.command()

@@ -181,6 +181,7 @@ def register() -> None:
         db_commands,
         engine_commands,
         inbox_commands,
+        inspect_commands,
         instance_commands,
         program_commands,
         serve_commands,
@@ -201,6 +202,7 @@ def register() -> None:
         watch_commands,
         daemon_commands,
         serve_commands,
+        inspect_commands,
     ):
         module.register(app)
     panels.apply(app)

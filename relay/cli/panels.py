@@ -18,7 +18,7 @@ PANELS: dict[str, tuple[str, ...]] = {
     "Contacts": ("contact",),
     "Campaigns": ("import", "stats"),
     "Running": ("status", "tick", "daemon", "serve", "mcp", "doctor", "demo"),
-    "Data": ("init", "config", "db", "events"),
+    "Data": ("init", "config", "db", "events", "inspect"),
 }  # fmt: skip
 
 PANEL_OF: dict[str, str] = {name: panel for panel, names in PANELS.items() for name in names}

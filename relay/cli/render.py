@@ -25,7 +25,7 @@ from relay.core.clock import readable
 from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
 from relay.core.states import FAMILIES as STATE_FAMILIES
-from relay.core.states import values
+from relay.core.states import SHORT_NAMES, values
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,16 +117,6 @@ FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
-#: Names for a narrow column that still tell every state apart (those not named
-#: here are short already); ``relay watch`` uses them below full width.
-SHORT_STATES: dict[str, str] = {
-    "WAITING_FOR_REPLY": "WAIT REPLY",
-    "WAITING_FOR_AGENT": "WAIT AGENT",
-    "HEARTBEAT_SCHEDULED": "HEARTBEAT",
-    "NEEDS_HUMAN_INTERVENTION": "NEEDS HUMAN",
-}
-
-
 def family(state_name: str) -> str:
     """``live``, ``waiting``, ``needs you``, ``done`` or ``failed``."""
     for name, (_style, members) in FAMILIES.items():
@@ -137,8 +127,8 @@ def family(state_name: str) -> str:
 
 def state_text(state_name: str, suffix: str = "", *, short: bool = False) -> Text:
     """A state in its family's colour (plain where colour is off); ``short``: its
-    narrow-column name (:data:`SHORT_STATES`)."""
-    shown = SHORT_STATES.get(state_name, state_name) if short else state_name
+    narrow-column name (:data:`relay.core.states.SHORT_NAMES`)."""
+    shown = SHORT_NAMES.get(state_name, state_name) if short else state_name
     return Text(clean(shown) + clean(suffix), style=FAMILIES[family(state_name)][0])
 
 

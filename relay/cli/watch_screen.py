@@ -8,7 +8,7 @@ keyboard) so the drawing can be tested at any width without a terminal.
 At every width the columns are chosen by rank: state, contact name, next step
 and objective are kept longest; the queue, the address, the age, the last
 message and the id go first (in that order). Below the width where the full
-state names fit, states take their short names (:data:`render.SHORT_STATES`).
+state names fit, states take their short names (:data:`relay.core.states.SHORT_NAMES`).
 """
 
 from __future__ import annotations

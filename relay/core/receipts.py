@@ -2,7 +2,7 @@
 
 Providers send receipts out of order and more than once (Twilio retries a
 status callback; "delivered" can arrive before "sent"). A status never moves
-backwards: ``sent`` < ``delivered`` < ``read``. A failure (``undelivered``,
+backwards: ``sent`` < ``delayed`` < ``delivered`` < ``read``. A failure (``undelivered``,
 ``failed``, ``bounced``) is final, unless the provider itself states a later
 time for a success (a receipt whose time is the provider's, not its arrival).
 """
@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from relay.core.values import DeliveryStatus
 
-PROGRESS = {DeliveryStatus.SENT: 1, DeliveryStatus.DELIVERED: 2, DeliveryStatus.READ: 3}
+#: A delay warning (the receiving server still tries) says more than "sent" and
+#: less than "delivered".
+PROGRESS = {
+    DeliveryStatus.SENT: 1,
+    DeliveryStatus.DELAYED: 2,
+    DeliveryStatus.DELIVERED: 3,
+    DeliveryStatus.READ: 4,
+}
 
 
 def moves(current: DeliveryStatus | None, new: DeliveryStatus, *, stated_later: bool) -> bool:

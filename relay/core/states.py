@@ -367,3 +367,13 @@ if not HEARTBEAT_STATES <= SLOT_STATES - TURN_STATES or not TAKES_REPLIES <= SLO
     raise AssertionError("a heartbeat runs and a reply is taken only while waiting for the contact")
 if sorted(s for family in FAMILIES.values() for s in family) != sorted(State):
     raise AssertionError("every state is in exactly one family")
+
+
+#: Names for a narrow column that still tell every state apart (states not named
+#: here are short already); ``relay watch`` uses them below full width.
+SHORT_NAMES: dict[str, str] = {
+    State.WAITING_FOR_REPLY.value: "WAIT REPLY",
+    State.WAITING_FOR_AGENT.value: "WAIT AGENT",
+    State.HEARTBEAT_SCHEDULED.value: "HEARTBEAT",
+    State.NEEDS_HUMAN_INTERVENTION.value: "NEEDS HUMAN",
+}

@@ -71,6 +71,8 @@ class InboundKind(StrEnum):
     MESSAGE = "message"
     AUTO_REPLY = "auto_reply"
     UNSUBSCRIBE = "unsubscribe"
+    #: An abuse report (ARF, RFC 5965) about our mail to the contact: an opt-out.
+    COMPLAINT = "complaint"
 
     def __str__(self) -> str:
         return self.value
@@ -85,6 +87,8 @@ class DeliveryStatus(StrEnum):
 
     SENT = "sent"
     DELIVERED = "delivered"
+    #: The receiving server is still trying (a delay warning): not a failure yet.
+    DELAYED = "delayed"
     READ = "read"
     UNDELIVERED = "undelivered"
     FAILED = "failed"

@@ -135,6 +135,7 @@ class MessageRow(PlainRow):
     lease_owner: str | None
     proactive: int
     last_error: str | None
+    bounce_reason: str | None
     created_at: datetime
     sent_at: datetime | None
     processed_at: datetime | None

@@ -70,6 +70,10 @@ contacts = Table(
     # nothing more is sent to it and a new conversation is refused with the reason.
     Column("undeliverable_at", TIME),
     Column("undeliverable_reason", Text),
+    # The bounce that set the mark: its classified reason (relay.core.bounce_reasons)
+    # and its outbound message (no foreign key: retention may prune the message).
+    Column("bounce_reason", String(32)),
+    Column("undeliverable_message_id", Integer),
     # When the contact last wrote (WhatsApp's 24-hour session window hangs on it).
     Column("last_inbound_at", TIME),
     # What an import (a CSV's columns) told about the contact: name, custom
@@ -189,7 +193,7 @@ messages = Table(
     Column("body", Text, nullable=False),
     Column("status", String(16), nullable=False),
     Column("channel", String(64)),
-    # Inbound: message, auto_reply or unsubscribe (see core.values.InboundKind).
+    # Inbound: message, auto_reply, unsubscribe or complaint (see core.values.InboundKind).
     Column("kind", String(16), nullable=False, default="message", server_default="message"),
     # Inbound: the provider ids it answers (In-Reply-To, References), one per line.
     Column("refs", Text),
@@ -210,6 +214,8 @@ messages = Table(
     Column("lease_owner", String(64)),
     Column("proactive", Integer, nullable=False, default=0),
     Column("last_error", Text),
+    # Outbound: why it bounced (relay.core.bounce_reasons), when it did.
+    Column("bounce_reason", String(32)),
     Column("created_at", TIME, nullable=False),
     Column("sent_at", TIME),
     Column("processed_at", TIME),

@@ -79,7 +79,8 @@ def test_every_command_json_output_matches_its_schema(cli: Cli, tmp_path: Path) 
     valid("message", out(cli("send", second["id"], "hello", "--json")))
     valid("instance", out(cli("cancel", second["id"], "--json")))
     valid("status", out(cli("status", "--json")))
-    for command in (["show"], ["set", "--tz", "Europe/Madrid"], ["opt-out"], ["opt-in"]):
+    for command in (["show"], ["set", "--tz", "Europe/Madrid"], ["opt-out"], ["opt-in"],
+                    ["deliverable"]):  # fmt: skip
         valid("contact", out(cli("contact", command[0], PHONE, *command[1:], "--json")))
     valid("doctor", out(cli("doctor", "--json")))
     valid("db-current", out(cli("db", "current", "--json")))

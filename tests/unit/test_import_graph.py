@@ -84,7 +84,7 @@ WINGS: dict[str, set[str]] = {
     "inbound": {"runtime", "conversation", "contacts"},
     "outbox": {"runtime", "backends", "conversation", "contacts", "inbound"},
     "backends": {"runtime", "outbox"},
-    "turns": {"runtime", "backends", "conversation", "inbound", "outbox"},
+    "turns": {"runtime", "backends", "conversation", "contacts", "inbound", "outbox"},
     "verbs": {
         "runtime",
         "backends",

@@ -121,7 +121,13 @@ Message-ID: <msg-7-abc@relay>
 --B--
 """
 
-DSN_SOFT = DSN.replace("Status: 5.1.1", "Status: 4.2.2").replace("550 5.1.1", "452 4.2.2")
+DSN_SOFT = (
+    DSN.replace("Status: 5.1.1", "Status: 4.2.2")
+    .replace("550 5.1.1", "452 4.2.2")
+    .replace(
+        "Recipient address\n    rejected: User unknown in local recipient table", "Mailbox full"
+    )
+)
 DSN_DELAYED = DSN.replace("Action: failed", "Action: delayed").replace("5.1.1", "4.4.1")
 DSN_RFC822 = DSN.replace("text/rfc822-headers", "message/rfc822").replace(
     "Message-ID: <msg-7-abc@relay>\n", "Message-ID: <msg-7-abc@relay>\n\nHello\n"

@@ -10,9 +10,9 @@ import pytest
 from rich.console import Console
 
 from relay.api import WatchRow
-from relay.cli import keys, render, watch_screen
+from relay.cli import keys, watch_screen
 from relay.core.forecasts import Forecast, Next
-from relay.core.states import LIFECYCLE, State
+from relay.core.states import LIFECYCLE, SHORT_NAMES, State
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -149,7 +149,7 @@ def test_s_cycles_the_orders_the_state_order_being_the_lifecycle() -> None:
 
 
 def test_short_state_names_tell_every_state_apart() -> None:
-    shown = [render.SHORT_STATES.get(s.value, s.value) for s in State]
+    shown = [SHORT_NAMES.get(s.value, s.value) for s in State]
     assert len(set(shown)) == len(shown)
     assert max(len(name) for name in shown) <= 11
 

@@ -1,16 +1,25 @@
 """One raw email in, what the channel contract carries out.
 
-* a bounce about one of our messages -> a :class:`Receipt` (hard or soft);
-* mail to the unsubscribe address -> an ``UNSUBSCRIBE`` :class:`Inbound`;
-* an auto-reply -> an ``AUTO_REPLY`` :class:`Inbound`, with ``resume_at``
-  when it names a return date;
+What the mail *is* is decided once, by :func:`relay.channels.mail.reading.read_mail`
+(the same function ``relay inspect mail`` prints); here it becomes:
+
+* a bounce about one of our messages -> a :class:`Receipt` (failed, with its
+  reason; ``permanent`` when the address is dead);
+* a delivery or delay report -> a :class:`Receipt` (delivered or delayed);
+* an abuse complaint (ARF) -> a ``COMPLAINT`` :class:`Inbound` from the
+  complaining recipient (an opt-out with the reason ``complaint``), or a
+  complaint :class:`Receipt` on the reported message when no recipient is named;
+* mail to the unsubscribe address, or an automatic "unsubscribe" mail -> an
+  ``UNSUBSCRIBE`` :class:`Inbound`;
+* an auto-reply -> an ``AUTO_REPLY`` :class:`Inbound`, with ``resume_at`` at
+  the return date it names, else after the mailbox's default pause;
 * anything else -> a ``MESSAGE`` :class:`Inbound` whose text is the new part
   of the reply; the whole email is kept in ``raw`` for audit.
 
-Nothing is dropped except a delay warning (the server is still trying) and
-a copy of one of our own messages (its Message-ID ends in ``@relay``). A
-bounce whose original message cannot be found is kept as an auto-reply, so a
-person can still see it.
+Nothing is dropped except a copy of one of our own messages (its Message-ID
+ends in ``@relay``) and a report about a message it cannot name. A bounce
+whose original message cannot be found is kept as an auto-reply, so a person
+can still see it.
 """
 
 from __future__ import annotations
@@ -18,15 +27,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.message import EmailMessage, Message
+from datetime import datetime, timedelta
+from email.message import Message
 
 from relay.channels.base import Inbound, Receipt
-from relay.channels.mail.autoreply import is_auto_reply, return_date
-from relay.channels.mail.bounces import Bounce, parse_bounce
-from relay.channels.mail.headers import drop_unreadable
+from relay.channels.mail.bounces import Bounce
 from relay.channels.mail.outbound import angle
-from relay.channels.mail.text import html_to_text, new_part
+from relay.channels.mail.reading import MailKind, Reading, mail_date, parse_raw, read_mail
+from relay.channels.mail.reports import Complaint
 from relay.core.storable import raw_for_store
 from relay.core.values import DeliveryStatus, InboundKind
 
@@ -43,42 +51,69 @@ class Mailbox:
 
     address: str
     unsubscribe_address: str
+    #: How long an out-of-office with no readable return date pauses (None: not at all).
+    away_default: timedelta | None = None
 
 
 def parse_mail(raw: bytes, arrived: datetime | None, mailbox: Mailbox) -> Inbound | Receipt | None:
     """What one email means for relay (None: nothing to store)."""
-    from email import message_from_bytes
-    from email.policy import default
-
-    mail = message_from_bytes(raw, policy=default)
-    unreadable = drop_unreadable(mail)
-    if unreadable:
-        log.warning("mail with unreadable header(s) %s: read without them", ", ".join(unreadable))
+    mail = parse_raw(raw)
     message_id = _message_id(mail, raw)
     if message_id.endswith("@relay>"):
         return None  # one of ours, e.g. a copy in a shared mailbox
-    at = arrived or _date(mail)
-    bounce = parse_bounce(mail)
-    if bounce is not None:
-        return _bounce(bounce, mail, raw, message_id, at)
-    return _inbound(mail, raw, message_id, at, mailbox)
+    at = arrived or mail_date(mail)
+    reading = read_mail(mail, received=at)
+    if reading.kind is MailKind.COMPLAINT and reading.complaint is not None:
+        return _complaint(reading.complaint, mail, raw, message_id, at)
+    if reading.bounce is not None:
+        return _bounce(reading.bounce, mail, raw, message_id, at)
+    return _inbound(reading, raw, message_id, at, mailbox)
+
+
+def _complaint(
+    complaint: Complaint, mail: Message, raw: bytes, message_id: str, at: datetime | None
+) -> Inbound | Receipt | None:
+    if complaint.recipient:
+        return Inbound(
+            sender=complaint.recipient,
+            text=f"abuse complaint ({complaint.feedback_type}) from {_sender(mail)}",
+            received_at=at,
+            provider_message_id=message_id,
+            references=_references(mail),
+            kind=InboundKind.COMPLAINT,
+            raw=_raw_text(raw),
+        )
+    if complaint.original_message_id:
+        return Receipt(
+            provider_message_id=angle(complaint.original_message_id),
+            status=DeliveryStatus.DELIVERED,
+            error=f"abuse complaint ({complaint.feedback_type})",
+            opted_out=True,
+            at=at,
+            reason="complaint",
+        )
+    log.warning("abuse complaint %s names neither a recipient nor a message", message_id)
+    return None
 
 
 def _bounce(
     bounce: Bounce, mail: Message, raw: bytes, message_id: str, at: datetime | None
 ) -> Receipt | Inbound | None:
-    if bounce.delayed:
-        log.info("delivery delayed (still being retried): %s", bounce.error)
-        return None
     if bounce.original_message_id:
-        delivered = bounce.delivered
+        if bounce.delivered or bounce.delayed:
+            status = DeliveryStatus.DELIVERED if bounce.delivered else DeliveryStatus.DELAYED
+            return Receipt(angle(bounce.original_message_id), status, at=at)
         return Receipt(
             provider_message_id=angle(bounce.original_message_id),
-            status=DeliveryStatus.DELIVERED if delivered else DeliveryStatus.BOUNCED,
-            error=None if delivered else bounce.error,
-            permanent=bounce.permanent and not delivered,
+            status=DeliveryStatus.BOUNCED,
+            error=bounce.error,
+            permanent=bounce.permanent,
             at=at,
+            reason=bounce.reason.value,
         )
+    if not bounce.failed:
+        log.info("delivery report about an unknown message: %s", bounce.error)
+        return None
     return Inbound(
         sender=_sender(mail),
         text=bounce.error,
@@ -91,19 +126,23 @@ def _bounce(
 
 
 def _inbound(
-    mail: Message, raw: bytes, message_id: str, at: datetime | None, mailbox: Mailbox
+    reading: Reading, raw: bytes, message_id: str, at: datetime | None, mailbox: Mailbox
 ) -> Inbound:
-    text = new_part(_body(mail)) or str(mail.get("Subject", "")).strip()
+    mail = reading.mail
     kind = InboundKind.MESSAGE
     resume_at = None
-    if _addressed_to(mail, mailbox.unsubscribe_address):
+    if _addressed_to(mail, mailbox.unsubscribe_address) or (
+        reading.kind is MailKind.REPLY and reading.opt_out and _automatic(mail)
+    ):
         kind = InboundKind.UNSUBSCRIBE
-    elif is_auto_reply(mail):
+    elif reading.kind is MailKind.AUTO_REPLY:
         kind = InboundKind.AUTO_REPLY
-        resume_at = return_date(text, at or datetime.now(UTC))
+        resume_at = reading.return_at
+        if resume_at is None and mailbox.away_default and at is not None:
+            resume_at = at + mailbox.away_default
     return Inbound(
         sender=_sender(mail),
-        text=text,
+        text=reading.text,
         received_at=at,
         provider_message_id=message_id,
         references=_references(mail),
@@ -113,20 +152,10 @@ def _inbound(
     )
 
 
-def _body(mail: Message) -> str:
-    """The text/plain part, else the text/html part converted; '' for neither."""
-    if isinstance(mail, EmailMessage):
-        part = mail.get_body(preferencelist=("plain", "html"))
-        if part is not None:
-            try:
-                content = part.get_content()
-            except (LookupError, ValueError):  # an unknown charset
-                payload = part.get_payload(decode=True)
-                content = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
-            if part.get_content_type() == "text/html":
-                return html_to_text(str(content))
-            return str(content)
-    return ""
+def _automatic(mail: Message) -> bool:
+    from relay.channels.mail.autoreply import is_auto_reply
+
+    return is_auto_reply(mail)
 
 
 def _sender(mail: Message) -> str:
@@ -165,16 +194,6 @@ def _message_id(mail: Message, raw: bytes) -> str:
     if found:
         return found[0]
     return f"<{hashlib.sha256(raw).hexdigest()[:32]}@no-message-id>"
-
-
-def _date(mail: Message) -> datetime | None:
-    from email.utils import parsedate_to_datetime
-
-    try:
-        value = parsedate_to_datetime(str(mail.get("Date", "")))
-    except (TypeError, ValueError, IndexError):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _raw_text(raw: bytes) -> str:

@@ -23,18 +23,22 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
-from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State, waits_in_queue
+from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine.contacts import chat_links, unsubscribe
 from relay.engine.contacts.addresses import Address
+from relay.engine.contacts.bounce_marks import (
+    DEFAULT_SOFT_BOUNCES,
+    SoftBounces,
+    record_bounce,
+)
+from relay.engine.contacts.optouts import opt_in, opt_out
 from relay.engine.conversation import events, transitions
 from relay.engine.inbound import receipt_order
-from relay.store import arrivals, claims, contact_work, funnel, queries
+from relay.store import arrivals, claims, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
-
-OPTED_OUT = "opted_out"
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,7 @@ def ingest(
     resolve: Callable[[str], Address],
     keywords: Keywords = Keywords(),
     careful: bool = False,
+    bounces: SoftBounces = DEFAULT_SOFT_BOUNCES,
 ) -> IngestReport:
     """Store everything a channel brought in, in the caller's one transaction.
 
@@ -112,7 +117,7 @@ def ingest(
         )
         report.rejected += 0 if ok else 1
     for receipt in map(quarantine.clean_receipt, incoming.receipts):
-        apply = partial(apply_receipt, session, channel, receipt, now)
+        apply = partial(apply_receipt, session, channel, receipt, now, bounces=bounces)
         applied, ok = quarantine.isolated(
             session, apply, partial(quarantine.of_receipt, receipt), careful, channel, now
         )
@@ -223,6 +228,11 @@ def _apply_meaning(
     now: datetime,
     keywords: Keywords,
 ) -> None:
+    if arrival.kind is InboundKind.COMPLAINT:
+        # An abuse report (ARF) naming the contact: never a reply, always an opt-out.
+        _processed(message, now)
+        opt_out(session, person, now, reason="complaint")
+        return
     if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
         _processed(message, now)
         opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
@@ -279,41 +289,47 @@ def _pause_until(session: Session, instance: Instance, until: datetime, now: dat
     instance.paused_until = until
 
 
-def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetime) -> bool:
-    """Record what the provider says of one of our messages; False if it is not ours."""
+def apply_receipt(
+    session: Session,
+    channel: str,
+    receipt: Receipt,
+    now: datetime,
+    *,
+    bounces: SoftBounces = DEFAULT_SOFT_BOUNCES,
+) -> bool:
+    """Record what the provider says of one of our messages; False if it is not ours.
+
+    A failure fails the message and hands its conversation to a person; its
+    contact is marked undeliverable when the address is dead or soft bounces
+    pile up (:mod:`relay.engine.contacts.bounce_marks`). An abuse complaint about a
+    delivered message opts the contact out (reason ``complaint``)."""
     message = arrivals.outbound_by_provider_id(session, channel, receipt.provider_message_id)
     if message is None:
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
         return False
     status = DeliveryStatus(receipt.status)
-    if not receipt_order.record(message, status, receipt.at, now) or not status.failed:
+    moved = receipt_order.record(message, status, receipt.at, now)
+    person = session.get(Contact, message.contact_id)
+    assert person is not None
+    if receipt.opted_out and not status.failed:  # a complaint about a delivered message
+        opt_out(session, person, now, reason=receipt.reason or "complaint")
+        return True
+    if not moved or not status.failed:
         return True
     message.status = MessageStatus.FAILED.value
     message.next_attempt_at = None
     message.last_error = receipt.error or status.value
-    person = session.get(Contact, message.contact_id)
-    assert person is not None
     reason = f"message {message.id} {status.value}: {receipt.error or 'no reason given'}"
     if receipt.opted_out:
         opt_out(session, person, now, reason=f"provider: {reason}")
         return True
-    if receipt.permanent:
-        mark_undeliverable(session, person, reason, now)
+    record_bounce(session, person, message, receipt, reason, now, bounces)
     if message.instance_id is not None:
         instance = claims.lock_instance(session, message.instance_id)
         if instance is not None:
             funnel.forget_delivery(session, instance)
             transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
-
-
-def mark_undeliverable(session: Session, person: Contact, reason: str, now: datetime) -> None:
-    """The address will never work: hold what is queued for it, refuse new conversations."""
-    if person.undeliverable_at is None:
-        person.undeliverable_at = now
-        person.undeliverable_reason = reason
-        person.updated_at = now
-    _hold_outbound(session, person.id, MessageStatus.FAILED, f"address undeliverable: {reason}")
 
 
 def _reject(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:
@@ -345,54 +361,3 @@ def _bounded(text: str) -> tuple[str, str | None]:
 def _processed(message: Message, now: datetime) -> None:
     message.status = MessageStatus.PROCESSED.value
     message.processed_at = now
-
-
-def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) -> None:
-    """Block the contact: end the live instance, fail queued ones, hold every outbound."""
-    if person.opted_out_at is None:
-        person.opted_out_at = now
-        person.opt_out_reason = reason
-        person.updated_at = now
-    for instance in _unfinished(session, person.id):
-        if _waits_in_queue(instance):
-            transitions.apply_event(
-                session, instance, Event.CANCEL, now=now, actor="contact", reason=OPTED_OUT
-            )
-            instance.failure_reason = OPTED_OUT
-        elif not State(instance.state).terminal:
-            transitions.apply_event(
-                session,
-                instance,
-                Event.CONTACT_OPTED_OUT,
-                now=now,
-                actor="contact",
-                reason=OPTED_OUT,
-            )
-    _hold_outbound(session, person.id, MessageStatus.BLOCKED, "contact opted out")
-
-
-def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why: str) -> None:
-    """Nothing queued for the contact will go: mark it ``status`` with the reason."""
-    for message in contact_work.queued_outbound_to(session, contact_id):
-        message.status = status.value
-        message.last_error = why
-        message.next_attempt_at = None
-
-
-def opt_in(person: Contact, now: datetime) -> None:
-    person.opted_out_at = None
-    person.opt_out_reason = None
-    person.updated_at = now
-
-
-def _unfinished(session: Session, contact_id: int) -> list[Instance]:
-    """The contact's non-terminal instances, queued ones first, so that ending
-    the live one afterwards promotes nobody into the slot it frees."""
-    rows = contact_work.lock_unfinished(session, contact_id)
-    queued = [r for r in rows if _waits_in_queue(r)]
-    live = [r for r in rows if not _waits_in_queue(r)]
-    return queued + live
-
-
-def _waits_in_queue(instance: Instance) -> bool:
-    return waits_in_queue(State(instance.state), transitions.previous_of(instance))

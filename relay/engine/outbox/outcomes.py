@@ -22,8 +22,8 @@ from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
 from relay.core.secrets import mask_text
 from relay.core.values import MessageStatus
+from relay.engine.contacts import optouts
 from relay.engine.conversation import events, transitions
-from relay.engine.inbound import ingest as inbound
 from relay.engine.outbox import gate
 from relay.store import claims, commit_log, locked_rows
 from relay.store.locked_rows import MessageFields
@@ -161,7 +161,7 @@ def _refused(
     if failure.opted_out:
         person = session.get(Contact, message.contact_id)
         assert person is not None
-        inbound.opt_out(session, person, now, reason=f"provider: {failure.error}")
+        optouts.opt_out(session, person, now, reason=f"provider: {failure.error}")
         message.status = MessageStatus.BLOCKED.value
         message.next_attempt_at = None
         report.blocked += 1

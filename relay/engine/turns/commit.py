@@ -22,8 +22,8 @@ from relay.core.states import Event, State
 from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
+from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import events, scoped_state, transitions
-from relay.engine.inbound.ingest import opt_out as record_opt_out
 from relay.engine.outbox.outgoing import outbound_row
 from relay.engine.turns import answers
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries

@@ -16,6 +16,7 @@ from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import audit
 from relay.engine.views.instances import ContactView, MessageView
+from relay.engine.views.marks import UndeliverableMark
 from relay.store import contact_rows, queries
 from relay.store.database import Store
 
@@ -70,18 +71,38 @@ class ContactVerbs:
             queued=tuple(i.id for i in waiting),
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
             fields=dict(person.fields or {}),
+            undeliverable=_mark(session, person),
         )
+
+    def deliverable(self, contact: str) -> ContactView:
+        """Clear the contact's undeliverable mark (a bounce was wrong, the mailbox is
+        fixed): new conversations and sends reach it again. Audited with the old reason;
+        messages failed by the mark stay failed (``relay retry`` sends one again)."""
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=False)
+            if person.undeliverable_at is not None:
+                old = person.undeliverable_reason
+                bounce = person.bounce_reason
+                person.undeliverable_at = None
+                person.undeliverable_reason = None
+                person.bounce_reason = None
+                person.undeliverable_message_id = None
+                person.updated_at = self.now()
+                self._audit_contact(
+                    session, "contact deliverable", address, old_reason=old, bounce_reason=bounce
+                )
+            return self._contact_view(session, person)
 
     def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
         """Mark the contact opted out: its live conversation ends, nothing more is sent."""
-        from relay.engine.contacts import settling
-        from relay.engine.inbound import ingest as inbound
+        from relay.engine.contacts import optouts, settling
 
         address = self.normalise(contact)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
             now = self.now()
-            inbound.opt_out(session, person, now, reason=f"operator: {reason}")
+            optouts.opt_out(session, person, now, reason=f"operator: {reason}")
             self._audit_contact(session, "opt-out", address, reason=reason)
             view, contact_id = self._contact_view(session, person), person.id
         # Committed: wait for the sends already under way, and say how many there were.
@@ -89,11 +110,12 @@ class ContactVerbs:
         return replace(view, in_flight=in_flight)
 
     def opt_in(self, contact: str) -> ContactView:
-        from relay.engine.inbound import ingest as inbound
+        from relay.engine.contacts import optouts
+
         address = self.normalise(contact)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=False)
-            inbound.opt_in(person, self.now())
+            optouts.opt_in(person, self.now())
             self._audit_contact(session, "opt-in", address)
             return self._contact_view(session, person)
 
@@ -115,3 +137,25 @@ class ContactVerbs:
         """A contact-level command: in the log without an instance (``relay events``)."""
         args = {"contact": address, **args}
         audit.record(session, command, None, args, self.now(), actor=self.who())
+
+
+def _mark(session: Session, person: Contact) -> UndeliverableMark | None:
+    """The contact's undeliverable mark with the bounce that set it, or None."""
+    if person.undeliverable_at is None:
+        return None
+    from relay.store.models import Message
+
+    message = (
+        session.get(Message, person.undeliverable_message_id)
+        if person.undeliverable_message_id is not None
+        else None
+    )
+    return UndeliverableMark(
+        at=person.undeliverable_at,
+        reason=person.undeliverable_reason,
+        bounce_reason=person.bounce_reason,
+        message_id=person.undeliverable_message_id,
+        instance_id=message.instance_id if message else None,
+        bounced_at=message.delivery_updated_at if message else None,
+        error=message.last_error if message else None,
+    )

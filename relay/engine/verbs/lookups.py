@@ -19,7 +19,6 @@ from relay.core.errors import InvalidInput
 from relay.core.states import QUEUED_STATE, State
 from relay.core.values import MessageStatus
 from relay.engine.views.events import EventView
-from relay.engine.views.instances import DaemonView, StatusView
 from relay.engine.views.reports import (
     ContactRow,
     InboxItem,
@@ -28,6 +27,7 @@ from relay.engine.views.reports import (
     WatchRow,
     contact_name,
 )
+from relay.engine.views.status import DaemonView, StatusView
 from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store

@@ -36,6 +36,7 @@ from relay.store.opening import open_store
 # status) loads none of it and reads Core rows.
 if TYPE_CHECKING:
     from relay.channels.base import Incoming
+    from relay.engine.contacts.bounce_marks import SoftBounces
     from relay.engine.inbound import ingest as inbound
     from relay.store.models import Instance
 #: ``Relay.ingest`` without a poll position (a pushed request).
@@ -310,6 +311,7 @@ class Relay(Starting, ContactVerbs, Lookups):
                 resolve=self.address,
                 keywords=self.keywords(),
                 careful=careful,
+                bounces=self.soft_bounces(),
             )
             if incoming.cursor is not None and read_from is not UNREAD:
                 assert read_from is None or isinstance(read_from, str)
@@ -332,6 +334,13 @@ class Relay(Starting, ContactVerbs, Lookups):
         # would queue behind its own pulse's writes for a value they never change).
         with self.store.read_transaction() as session:
             return arrivals.channel_cursor(session, channel)
+
+    def soft_bounces(self) -> SoftBounces:
+        """``[bounces]``: when repeated soft bounces mark an address undeliverable."""
+        from relay.engine.contacts.bounce_marks import SoftBounces
+
+        policy = self.config.settings.bounces
+        return SoftBounces(policy.soft_limit, policy.soft_window)
 
     def keywords(self) -> inbound.Keywords:
         from relay.engine.inbound import ingest as inbound

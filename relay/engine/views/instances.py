@@ -18,6 +18,7 @@ from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
 from relay.core.secrets import mask_optional as _masked
 from relay.core.states import SUCCEEDED, values
+from relay.engine.views.marks import UndeliverableMark
 
 if TYPE_CHECKING:
     from relay.engine.views.events import EventView
@@ -331,8 +332,10 @@ class ContactView:
     #: After an opt-out: messages to the contact handed to a provider from its
     #: commit on (:mod:`relay.engine.contacts.settling`); they may still arrive.
     in_flight: int = 0
+    undeliverable: UndeliverableMark | None = None
 
     def to_json(self) -> dict[str, Any]:
+        mark = self.undeliverable
         return {
             "contact": self.address,
             "kind": self.kind,
@@ -340,58 +343,12 @@ class ContactView:
             "fields": self.fields,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
+            "undeliverable": mark is not None,
+            "undeliverable_at": isoformat(mark.at) if mark else None,
+            "undeliverable_reason": mark.reason if mark else None,
+            "bounce": mark.bounce_json() if mark else None,
             "live_instance": self.live_instance,
             "queued": list(self.queued),
             "unrouted": [m.to_json() for m in self.unrouted],
             "in_flight": self.in_flight,
-        }
-
-
-@dataclass(frozen=True)
-class DaemonView:
-    id: str
-    host: str
-    pid: int
-    started_at: datetime
-    last_pulse_at: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "host": self.host,
-            "pid": self.pid,
-            "started_at": isoformat(self.started_at),
-            "last_pulse_at": isoformat(self.last_pulse_at),
-        }
-
-
-@dataclass(frozen=True)
-class StatusView:
-    states: dict[str, int]
-    queue_depth: int
-    outbox_pending: int
-    outbox_failed: int
-    unrouted_inbound: int
-    work_due: int
-    #: Inbound kept on conversations that had already ended, not yet looked at.
-    late_inbound: int = 0
-    #: Inbound kept aside because its sender is no address relay can use.
-    rejected_inbound: int = 0
-    daemons: tuple[DaemonView, ...] = ()
-    last_daemon_seen: datetime | None = None
-    warnings: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "states": self.states,
-            "queue_depth": self.queue_depth,
-            "outbox_pending": self.outbox_pending,
-            "outbox_failed": self.outbox_failed,
-            "unrouted_inbound": self.unrouted_inbound,
-            "late_inbound": self.late_inbound,
-            "rejected_inbound": self.rejected_inbound,
-            "work_due": self.work_due,
-            "daemons": [d.to_json() for d in self.daemons],
-            "last_daemon_seen": isoformat(self.last_daemon_seen),
-            "warnings": list(self.warnings),
         }

@@ -1,0 +1,203 @@
+"""How well relay reads bounces, complaints, delivery reports and auto-replies, on real mail.
+
+Corpora (``tests/data/mail``, see its SOURCES.md): sisimai's set-of-emails
+with the reason and "hard bounce" (is the address dead) that sisimai's own
+tests expect, and flufl.bounce's samples with the failed addresses its tests
+expect. Every mail goes through :func:`relay.channels.mail.reading.describe`,
+the object ``relay inspect mail --json`` prints. The ``rhost-*`` samples of
+sisimai (bounces as rewritten by big receiving providers) were held out while
+the rules were written: their figures are shown apart.
+
+    .venv/bin/python bench/text_accuracy.py        # every accuracy_*.py module
+    .venv/bin/python bench/accuracy_mail.py -v     # this one, with every miss
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data" / "mail"
+#: sisimai reasons that are not failures: an auto-reply, a complaint, a success report.
+NOT_BOUNCES = {"vacation": "auto_reply", "feedback": "complaint", "delivered": "delivery_report",
+               "not-a-bounce": "reply"}
+
+
+@dataclass
+class Sample:
+    corpus: str
+    file: str
+    raw: bytes
+    truth: str  # reply | bounce | auto_reply | complaint | delivery_report
+    dead: bool | None = None
+    recipients: list[str] = field(default_factory=list)
+    held_out: bool = False
+
+
+def samples() -> list[Sample]:
+    found = []
+    labels = json.loads((DATA / "sisimai" / "labels.json").read_text())
+    for name, records in sorted(labels.items()):
+        reason = records[0]["reason"]
+        truth = NOT_BOUNCES.get(reason, "bounce")
+        dead = records[0]["hard_bounce"] if truth == "bounce" else False
+        found.append(Sample("sisimai", name, (DATA / "sisimai" / name).read_bytes(), truth, dead,
+                            held_out=name.startswith("rhost-")))
+    labels = json.loads((DATA / "flufl" / "labels.json").read_text())
+    for name, label in sorted(labels.items()):
+        truth = "delay" if label["temporary"] else "bounce"
+        found.append(Sample("flufl", name, (DATA / "flufl" / name).read_bytes(), truth, None,
+                            recipients=label["recipients"]))
+    autoreplies = DATA / "autoreply"
+    if autoreplies.is_dir():
+        labels = json.loads((autoreplies / "labels.json").read_text())
+        for name, label in sorted(labels.items()):
+            found.append(Sample("autoreply", name, (autoreplies / name).read_bytes(),
+                                label["kind"], False))
+    return found
+
+
+def read(sample: Sample) -> dict[str, object]:
+    from relay.channels.mail.reading import describe, read_mail
+
+    return describe(read_mail(sample.raw), sample.file)
+
+
+def _ratio(hits: int, total: int) -> str:
+    return f"{hits / total:.3f} ({hits}/{total})" if total else "n/a"
+
+
+def figures(items: list[tuple[Sample, dict[str, object]]]) -> list[tuple[str, str, str]]:
+    """(function, figure, target) rows for one set of samples."""
+    rows = []
+    failure = {"bounce", "delay"}
+
+    def is_bounce(got: dict[str, object]) -> bool:
+        return got["kind"] == "bounce" or (
+            got["kind"] == "delivery_report" and bool(got.get("_delayed"))
+        )
+
+    tp = sum(1 for s, g in items if s.truth in failure and is_bounce(g))
+    fp = sum(1 for s, g in items if s.truth not in failure and is_bounce(g))
+    fn = sum(1 for s, g in items if s.truth in failure and not is_bounce(g))
+    rows.append(("is it a bounce: precision", _ratio(tp, tp + fp), ">= 0.99"))
+    rows.append(("is it a bounce: recall", _ratio(tp, tp + fn), ">= 0.95"))
+    labelled = [(s, g) for s, g in items if s.dead is not None]
+    marked = [(s, g) for s, g in labelled if g["bounce"] and g["bounce"]["permanent"]]  # type: ignore[index]
+    dead = [s for s, _ in labelled if s.dead]
+    right = sum(1 for s, _ in marked if s.dead)
+    if labelled:
+        rows.append(("undeliverable vs dead: precision", _ratio(right, len(marked)), ">= 0.95"))
+        rows.append(("undeliverable vs dead: recall", _ratio(right, len(dead)), ">= 0.85"))
+    named = [(s, g) for s, g in items if s.recipients]
+    if named:
+        got = sum(1 for s, g in named if set(s.recipients) <= set(_recipients(g)))
+        rows.append(("failed recipient found", _ratio(got, len(named)), ">= 0.92"))
+    reports = [(s, g) for s, g in items if s.truth in {"complaint", "delivery_report"}]
+    if reports:
+        # An opt-out is processed, never answered: it does not reach the agent.
+        leaked = sum(1 for _, g in reports if g["kind"] in {"reply", "auto_reply"}
+                     and not g["opt_out"])
+        rows.append(("complaints and delivery reports reaching the agent", str(leaked), "0"))
+        complaints = [(s, g) for s, g in reports if s.truth == "complaint"]
+        opted = sum(1 for _, g in complaints if g["kind"] == "complaint" and g["opt_out"])
+        rows.append(("complaints opting the contact out", _ratio(opted, len(complaints)), "all"))
+    auto = [(s, g) for s, g in items if s.truth == "auto_reply"]
+    said_auto = [(s, g) for s, g in items if g["kind"] == "auto_reply"]
+    if auto or said_auto:
+        right = sum(1 for s, _ in said_auto if s.truth == "auto_reply")
+        rows.append(("auto-reply: precision", _ratio(right, len(said_auto)), "1.0"))
+        rows.append(("auto-reply: recall", _ratio(right, len(auto)), ">= 0.95"))
+    return rows
+
+
+def _recipients(got: dict[str, object]) -> list[str]:
+    bounce = got.get("bounce") or got.get("_report") or {}
+    return list(bounce.get("recipients", []))  # type: ignore[union-attr]
+
+
+def return_dates() -> list[tuple[str, str, str]]:
+    """The return-date wordings (tests/data/mail/return_dates.json): share read right."""
+    from relay.channels.mail.autoreply import return_date
+
+    path = DATA / "return_dates.json"
+    if not path.exists():
+        return []
+    cases = json.loads(path.read_text())
+    right = 0
+    for case in cases:
+        received = datetime.fromisoformat(case["received"]).replace(tzinfo=UTC)
+        got = return_date(case["text"], received, language=case["language"],
+                          region=case.get("region"))
+        if (got.date().isoformat() if got else None) == case["expected"]:
+            right += 1
+        elif VERBOSE:
+            print(f"  return date: {case['text']!r} -> {got} (want {case['expected']})")
+    languages = len({c["language"] for c in cases})
+    return [(f"return date ({languages} languages)", _ratio(right, len(cases)), ">= 0.9")]
+
+
+VERBOSE = False
+
+
+def evaluated() -> list[tuple[Sample, dict[str, object]]]:
+    from relay.channels.mail.reading import read_mail
+
+    items = []
+    for sample in samples():
+        reading = read_mail(sample.raw)
+        from relay.channels.mail.reading import describe
+
+        got = describe(reading, sample.file)
+        if reading.bounce is not None and reading.kind.value == "delivery_report":
+            got["_delayed"] = reading.bounce.delayed
+            got["_report"] = {"recipients": list(reading.bounce.recipients)}
+        items.append((sample, got))
+    return items
+
+
+def report() -> list[tuple[str, str, str]]:
+    """Rows for bench/text_accuracy.py: everything, then the held-out part alone."""
+    items = evaluated()
+    rows = [(f"mail: {f}", v, t) for f, v, t in figures([i for i in items if not i[0].held_out])]
+    rows += [(f"mail (held out): {f}", v, t) for f, v, t in figures([i for i in items
+                                                                      if i[0].held_out])]
+    rows += [(f"mail: {f}", v, t) for f, v, t in return_dates()]
+    return rows
+
+
+def _misses(items: list[tuple[Sample, dict[str, object]]]) -> None:
+    for s, g in items:
+        bounce = g["bounce"] or {}
+        problems = []
+        failed = s.truth in {"bounce", "delay"}
+        is_b = g["kind"] == "bounce" or g.get("_delayed")
+        if failed != bool(is_b):
+            problems.append(f"kind {g['kind']} want {s.truth}")
+        if s.dead is not None and bool(bounce.get("permanent")) != s.dead:  # type: ignore[union-attr]
+            problems.append(f"permanent {bounce.get('permanent')} want dead={s.dead} "  # type: ignore[union-attr]
+                            f"({bounce.get('reason')} {bounce.get('status')})")  # type: ignore[union-attr]
+        if s.recipients and not set(s.recipients) <= set(_recipients(g)):
+            problems.append(f"recipients {_recipients(g)} want {s.recipients}")
+        if problems:
+            held = " (held out)" if s.held_out else ""
+            print(f"  {s.corpus}/{s.file}{held}: {'; '.join(problems)}")
+
+
+def main(argv: list[str]) -> int:
+    global VERBOSE
+    VERBOSE = "-v" in argv
+    if VERBOSE:
+        _misses([i for i in evaluated() if not i[0].held_out or "--held" in argv])
+    for function, figure, target in report():
+        print(f"{function:<68} {figure:<22} {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,46 @@
+"""``relay inspect``: the daemon's own reading of a message, without a store.
+
+Each function calls what the daemon calls on what arrives (the mail
+channel's reading, the reply text and opt-out rules, the address
+normalisation), so ``relay inspect`` shows exactly what relay would decide.
+Re-exported by :mod:`relay.api`, which the CLI goes through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay.core.errors import InvalidInput
+
+
+def inspect_mail(raw: bytes, file: str) -> dict[str, Any]:
+    """What relay makes of one raw mail (``relay inspect mail``): the same reading
+    the mail channel makes of what arrives (schema: inspect-mail.json)."""
+    from relay.channels.mail.reading import describe, read_mail
+
+    return describe(read_mail(raw), file)
+
+
+def inspect_text(line: str) -> dict[str, Any]:
+    """The text the agent would see of one message, and whether it opts out or in."""
+    from relay.channels.mail.text import new_part
+    from relay.core.optout import is_opt_in, is_opt_out
+
+    kept = new_part(line)
+    return {"text": kept, "opt_out": is_opt_out(kept), "opt_in": is_opt_in(kept)}
+
+
+def inspect_address(value: str, region: str, channel: str | None = None) -> dict[str, Any]:
+    """The address relay would store for ``value``, or the one-line reason it refuses it."""
+    import inspect
+
+    from relay.engine.contacts.addresses import normalise_address
+
+    options: dict[str, Any] = {}
+    if channel is not None and "channel" in inspect.signature(normalise_address).parameters:
+        options["channel"] = channel
+    try:
+        found = normalise_address(value, region, **options)
+    except InvalidInput as exc:
+        return {"input": value, "address": None, "error": exc.message}
+    return {"input": value, "address": found.value, "error": None}

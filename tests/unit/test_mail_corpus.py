@@ -1,0 +1,134 @@
+"""Real mail from other projects' test suites (tests/data/mail, see SOURCES.md): a
+representative sample of each corpus is pinned, and the figures of
+bench/accuracy_mail.py must not fall below what they are, so a regression fails CI."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from relay.channels.mail.reading import describe, read_mail
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "mail"
+
+# (file, kind, reason, permanent, status, first recipient, return date, opt_out)
+PINNED = [
+    ('sisimai/lhost-postfix-04.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['kijitora@example.co.jp'], None, False),
+    ('sisimai/lhost-postfix-06.eml', 'bounce',
+     'host_unknown', True, '5.4.4', ['kijitora@neko.example.jp'], None, False),
+    ('sisimai/lhost-exim-01.eml', 'bounce',
+     'policy', False, '5.7.0', ['kijitora@example.ed.jp'], None, False),
+    ('sisimai/lhost-qmail-01.eml', 'bounce',
+     'user_unknown', True, '5.5.0', ['kijitora@example.ne.jp'], None, False),
+    ('sisimai/lhost-dragonfly-01.eml', 'bounce',
+     'authentication', False, '5.7.26', ['pseudo-local-part@google.example.com'], None, False),
+    ('sisimai/lhost-mailru-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['kijitora@example.jp'], None, False),
+    ('sisimai/lhost-gmail-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['userunknown@example.jp'], None, False),
+    ('sisimai/lhost-yahoo-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['kijitora@example.org'], None, False),
+    ('sisimai/lhost-exchange2007-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['mikeneko@example.co.jp'], None, False),
+    ('sisimai/lhost-amazonses-09.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['bounce@simulator.amazonses.com'], None, False),
+    ('sisimai/lhost-amazonses-11.eml', 'complaint',
+     None, None, None, None, None, True),
+    ('sisimai/lhost-amazonses-13.eml', 'delivery_report',
+     None, None, None, None, None, False),
+    ('sisimai/arf-01.eml', 'complaint',
+     None, None, None, None, None, True),
+    ('sisimai/arf-26.eml', 'reply',
+     None, None, None, None, None, True),
+    ('sisimai/rfc3834-01.eml', 'auto_reply',
+     None, None, None, None, '2005-05-05', False),
+    ('sisimai/rfc3464-28.eml', 'delivery_report',
+     None, None, None, None, None, False),
+    ('sisimai/lhost-sendmail-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['userunknown@bouncehammer.jp'], None, False),
+    ('sisimai/lhost-exim-05.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['kijitora@neko.example.co.jp'], None, False),
+    ('sisimai/lhost-postfix-08.eml', 'bounce',
+     'expired', False, '4.4.1', ['kijitora@example.com'], None, False),
+    ('sisimai/rhost-google-01.eml', 'bounce',
+     'suspended', False, '5.2.1', ['shironeko@example.ne.jp'], None, False),
+    ('sisimai/rhost-franceptt-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['pseudo-local-part-kijitora-nyaaan@orange.fr'], None, False),
+    ('sisimai/lhost-courier-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['kijitora@example.co.jp'], None, False),
+    ('sisimai/lhost-opensmtpd-01.eml', 'bounce',
+     'user_unknown', True, '5.1.1', ['apdugoaidugoaidugoaeiudggadi@gmail.com'], None, False),
+    ('flufl/simple_03.txt', 'delivery_report',
+     None, None, None, None, None, False),
+    ('flufl/qmail_01.txt', 'bounce',
+     'other', False, None, ['psadisc@wwwmail.n-h.de'], None, False),
+    ('flufl/dsn_01.txt', 'bounce',
+     'other', False, '5.0.0', ['jimmymcegypt@go.com'], None, False),
+    ('flufl/dsn_17.txt', 'delivery_report',
+     None, None, None, None, None, False),
+    ('flufl/yahoo_01.txt', 'bounce',
+     'expired', False, '4.4.1', ['subscribe.motorcycles@listsociety.com'], None, False),
+    ('flufl/postfix_01.txt', 'bounce',
+     'user_unknown', True, '5.1.1', ['xxxxx@local.ie'], None, False),
+    ('flufl/exim_01.txt', 'bounce',
+     'user_unknown', True, '5.1.1', ['delangen@its.tudelft.nl'], None, False),
+    ('flufl/simple_38.txt', 'bounce',
+     'user_unknown', True, None, ['foo@mail.ru'], None, False),
+    ('flufl/newmailru_01.txt', 'bounce',
+     'other', False, None, ['zzzzz@newmail.ru'], None, False),
+    ('flufl/microsoft_02.txt', 'bounce',
+     'user_unknown', True, None, ['mdmoore@ball.com'], None, False),
+    ('autoreply/zammad-ms-1.eml', 'auto_reply',
+     None, None, None, None, None, False),
+    ('autoreply/zammad-ms-followup.eml', 'reply',
+     None, None, None, None, None, False),
+    ('autoreply/zammad-zimbra-1.eml', 'auto_reply',
+     None, None, None, None, None, False),
+    ('autoreply/zammad-cloud-1.eml', 'auto_reply',
+     None, None, None, None, None, False),
+]
+
+
+@pytest.mark.parametrize("row", PINNED, ids=[r[0] for r in PINNED])
+def test_pinned_samples(row: tuple[Any, ...]) -> None:
+    path, kind, reason, permanent, status, recipients, return_date, opt_out = row
+    got = describe(read_mail((DATA / path).read_bytes()), path)
+    bounce = got["bounce"] or {}
+    assert got["kind"] == kind
+    assert bounce.get("reason") == reason
+    assert bounce.get("permanent") == permanent
+    assert bounce.get("status") == status
+    assert (bounce["recipients"][:1] if bounce else None) == recipients
+    assert (got["auto_reply"] or {}).get("return_date") == return_date
+    assert got["opt_out"] is opt_out
+
+
+#: Floors under the bench's figures (what they are as this is written, rounded down).
+FLOORS = {
+    "mail: is it a bounce: precision": 0.99,
+    "mail: is it a bounce: recall": 0.98,
+    "mail: undeliverable vs dead: precision": 0.75,
+    "mail: undeliverable vs dead: recall": 0.85,
+    "mail: failed recipient found": 0.95,
+    "mail: auto-reply: precision": 1.0,
+    "mail: auto-reply: recall": 0.95,
+    "mail: return date (8 languages)": 0.95,
+    "mail (held out): is it a bounce: recall": 0.98,
+}
+
+
+def test_the_figures_stay_above_their_floors() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench import accuracy_mail
+
+    figures = {name: value for name, value, _ in accuracy_mail.report()}
+    for name, floor in FLOORS.items():
+        found = re.match(r"[0-9.]+", figures[name])
+        assert found is not None and float(found.group(0)) >= floor, (name, figures[name])
+    assert figures["mail: complaints and delivery reports reaching the agent"] == "0"
