@@ -170,7 +170,8 @@ class Starting(BackendChecks):
         from relay.engine.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
-        address = self.normalise(contact)
+        parsed = self.address(contact)
+        address = parsed.value
         objective = clean_text(objective, "objective")
         specs = todo_specs(todos)
         channel = channel or defaults.channel
@@ -189,6 +190,8 @@ class Starting(BackendChecks):
             meta=check_meta(meta),
             result_schema=checked_result_schema(result_schema),
             template=self._template(channel, template_sid, template_variables),
+            # "Ana Lima <ana@x.com>": the name is the contact's display name
+            contact_fields={"name": parsed.name} if parsed.name else None,
         )
 
     def create(
