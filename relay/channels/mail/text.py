@@ -49,6 +49,7 @@ _ON_SENT = re.compile(r"^on\b.{5,200}\bsent\s*:\s*$", re.IGNORECASE)
 #: "2014-10-17 11:28 GMT+03:00 Name <a@b>:" (old Gmail, Japanese clients): a date, then an address.
 _DATE_ADDRESS = re.compile(
     r"^(?:\d{1,4}[-/.年]\s?\d{1,2}[-/.月]\s?\d{1,4}).{0,120}<?[\w.+-]+@[\w.-]+>?\s*:?\s*$"
+    r"|^(?=.*\d).{0,200}<[\w.+-]+@[\w.-]+>\s*:\s*$"
 )
 #: "bla bla--- On Wed, Apr 4, 2012 at 3:59 PM, me@x.com wrote:" sharing a line with the reply.
 _INLINE_ON = re.compile(r"\s*-*\s*\bOn\s.{5,150}\bwrote:\s*$")
@@ -70,6 +71,7 @@ _ORIGINAL = re.compile(
     r"^\s*[-_=*\s]*(?:original\s+message|ursprüngliche\s+nachricht|message\s+d'origine|"
     r"mensaje\s+original|mensagem\s+original|messaggio\s+originale|oorspronkelijk\s+bericht|"
     r"ursprungligt\s+meddelande|oprindelig\s+meddelelse|opprinnelig\s+melding|"
+    r"oprindelig\s+besked|original\s+besked|originalmeddelande|originalnachricht|"
     r"wiadomość\s+oryginalna|исходное\s+сообщение|původní\s+zpráva|alkuperäinen\s+viesti|"
     r"eredeti\s+üzenet|orijinal\s+ileti|reply\s+message|原始邮件|原始郵件)[-_=*\s]*$",
     re.IGNORECASE,
@@ -85,14 +87,14 @@ _MOBILE = re.compile(
     r"^(?:sent\s+(?:from|with|via|using)\s+(?:my\s+|a\s+|an\s+)?[\w\s.'&-]{2,40}"
     r"(?:\s*\(?<?https?://\S+\)?>?)?|get\s+outlook\s+for\s+\S+.*|"
     r"von\s+meinem\s+[\w\s.-]{2,40}\s+gesendet|gesendet\s+von\s+(?:meinem\s+)?[\w\s.-]{2,40}|"
-    r"envoyé\s+(?:de|depuis)\s+(?:mon\s+)?[\w\s.-]{2,40}|"
-    r"enviado\s+(?:desde|de|do|a\s+partir\s+do)\s+(?:mi\s+|meu\s+|o\s+meu\s+)?[\w\s.-]{2,40}|"
+    r"envoyé\s+(?:de|depuis|à\s+partir\s+de)\s+(?:mon\s+)?[\w\s.-]{2,40}|"
+    r"enviado\s+(?:desde|de|do|a\s+partir\s+do|a\s+partir\s+de)\s+(?:mi\s+|meu\s+|o\s+meu\s+)?[\w\s.-]{2,40}|"
     r"inviato\s+da\s+(?:il\s+mio\s+)?[\w\s.-]{2,40}|"
     r"(?:verzonden|verstuurd)\s+(?:vanaf|met|van)\s+(?:mijn\s+)?[\w\s.-]{2,40}|"
     r"skickat\s+från\s+(?:min\s+)?[\w\s.-]{2,40}|sendt\s+fra\s+(?:min\s+)?[\w\s.-]{2,40}|"
     r"wysłane\s+z\s+(?:mojego\s+)?[\w\s.-]{2,40}|отправлено\s+(?:с|из)\s+[\w\s.-]{2,40}|"
     r"gửi\s+từ\s+[\w\s.-]{2,40}|lähetetty\s+[\w\s.-]{2,40}|"
-    r"odesláno\s+z\s+[\w\s.-]{2,40})\s*[.!]?$",
+    r"odesláno\s+z\s+[\w\s.-]{2,40})\s*[.!]?\s*(?:<https?://\S+>|\(?https?://\S+\)?)?$",
     re.IGNORECASE,
 )
 #: Closings that start a signature block when only a short block follows them.
@@ -311,7 +313,7 @@ def _tidy(lines: list[str]) -> str:
     """Joined, without trailing separator rules or blank runs at either end."""
     while lines and (not lines[-1].strip() or _RULE.match(lines[-1])):
         lines = lines[:-1]
-    return "\n".join(lines).strip("\n").strip()
+    return re.sub(r"\n\s*\n(?:\s*\n)+", "\n\n", "\n".join(lines)).strip()
 
 
 _BLOCKS = frozenset(
