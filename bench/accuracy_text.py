@@ -209,15 +209,13 @@ def report() -> list[tuple[str, str, str]]:
         rows.append((f"opt-out recall, {part}", _ratio(tp, tp + fn), ">= 0.90"))
         rows.append((f"opt-out precision, {part}", _ratio(tp, tp + fp), ">= 0.97"))
     for corpus, (tp, fp, fn) in sorted(optout_file_scores().items()):
-        rows.append(
-            (f"opt-out {corpus} recall / precision", f"{_ratio(tp, tp + fn)} / {_ratio(tp, tp + fp)}", "")
-        )
+        figure = f"{_ratio(tp, tp + fn)} / {_ratio(tp, tp + fp)}"
+        rows.append((f"opt-out {corpus} recall / precision", figure, ""))
     langs = sorted({key.split(":")[1] for key in scores if key.startswith("all:")})
     for lang in langs:
         tp, fp, fn = scores[f"all:{lang}"]
-        rows.append(
-            (f"opt-out {lang} recall / precision", f"{_ratio(tp, tp + fn)} / {_ratio(tp, tp + fp)}", "")
-        )
+        figure = f"{_ratio(tp, tp + fn)} / {_ratio(tp, tp + fp)}"
+        rows.append((f"opt-out {lang} recall / precision", figure, ""))
     alarms, total, _ = sms_false_alarms()
     rows.append(("opt-out false alarms, real SMS", f"{alarms} in {total}", "<= 1 per 5,000"))
     total, right, wrong = address_scores()
@@ -232,7 +230,7 @@ if __name__ == "__main__":
     if "--failures" in sys.argv:
         for line in reply_failures():
             print(line)
-        for name, lang, text, wanted in optout_cases():
+        for _name, lang, text, wanted in optout_cases():
             if is_opt_out(text) != wanted:
                 print(f"optout {'missed' if wanted else 'false'} [{lang}] {text}")
         for line in sms_false_alarms()[2]:

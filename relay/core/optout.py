@@ -41,17 +41,21 @@ LOCAL_OPT_OUT_WORDS = (
     "DISISCRIZIONE", "DISISCRIVIMI", "CANCELLAMI", "AFMELDEN", "UITSCHRIJVEN",
 )  # fmt: skip
 
-_SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-–]+(?:\s|$)")
-_CLAUSES = re.compile(r"[.!?;,:\n()\-–]+")
+_SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-\u2013]+(?:\s|$)")
+_CLAUSES = re.compile(r"[.!?;,:\n()\-\u2013]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _JOINED = re.compile(r"\b(opt|un)[\s_-]+(out|subscribe)\b", re.IGNORECASE)
 
 #: Words that may stand around a keyword without changing what it says.
 _FILLER = frozenset(
-    """please pls plz kindly now me us it all this thanks thank you thx ok okay just
-    texting messaging contacting emailing calling texts messages emails sms
-    por favor gracias obrigado obrigada pf favor merci svp stp beaucoup s il vous plait
-    bitte danke grazie per favore graag aub alstublieft bedankt dank u wel""".split()
+    " ".join(
+        (
+            "please pls plz kindly now me us it all this thanks thank you thx ok okay just",
+            "texting messaging contacting emailing calling texts messages emails sms",
+            "por favor gracias obrigado obrigada pf merci svp stp beaucoup s il vous plait",
+            "bitte danke grazie per favore graag aub alstublieft bedankt dank u wel",
+        )
+    ).split()
 )
 #: Clauses that may come with a keyword: a reason, not a conversation.
 _REASON = re.compile(

@@ -105,14 +105,9 @@ def _phone(raw: str, region: str, *, international: bool = False) -> Address:
     import phonenumbers
 
     compact = _PUNCTUATION.sub("", raw)
-    if compact.startswith("00") or compact.startswith("011"):
-        # the international prefix of most of the world (00) and of North America (011)
-        compact = "+" + compact[2:] if compact.startswith("00") else "+" + compact[3:]
-        return _e164(phonenumbers, compact, raw, None)
-    if compact.startswith("+"):
-        return _e164(phonenumbers, compact, raw, None)
-    if international and compact.isdigit():
-        return _e164(phonenumbers, "+" + compact, raw, None)
+    written = _international_form(compact, international)
+    if written is not None:
+        return _e164(phonenumbers, written, raw, None)
     where = region.upper() or None
     try:
         local: Address | None = _e164(phonenumbers, raw, raw, where)
@@ -123,19 +118,7 @@ def _phone(raw: str, region: str, *, international: bool = False) -> Address:
         # perhaps a country code written without "+" (4930123456 is Berlin, not +1 493...)
         with contextlib.suppress(InvalidInput):
             abroad = _e164(phonenumbers, "+" + compact, raw, None)
-    if local is not None and abroad is not None and abroad.value != local.value:
-        code = str(phonenumbers.country_code_for_region(where or ""))
-        if compact.startswith(code) and _valid(phonenumbers, abroad.value):
-            local_valid = False  # "4915112345678" in DE: its own country code, not +49 4915...
-        else:
-            local_valid = _valid(phonenumbers, local.value)
-    else:
-        local_valid = local is not None and _valid(phonenumbers, local.value)
-    if local is not None and (local_valid or abroad is None):
-        return local
-    if local is not None and abroad is not None and not _valid(phonenumbers, abroad.value):
-        return local  # neither reading is a real number: a fictional one, as written
-    if abroad is not None and abroad.value != (local.value if local else None):
+    if abroad is not None and _ambiguous(phonenumbers, compact, where, local, abroad):
         here = f"{local.value} in region {where}" if local else f"not a number in region {where}"
         raise InvalidInput(
             f"ambiguous phone number {raw!r}: {here}, {abroad.value} with a country code; "
@@ -144,6 +127,36 @@ def _phone(raw: str, region: str, *, international: bool = False) -> Address:
     if local is None:
         raise error
     return local
+
+
+def _international_form(compact: str, international: bool) -> str | None:
+    """``+...`` for a number written internationally (``+``, ``00``, ``011``, or bare
+    digits where the caller says they carry their country code); None otherwise."""
+    if compact.startswith("+"):
+        return compact
+    if compact.startswith("011"):  # North America's international prefix
+        return "+" + compact[3:]
+    if compact.startswith("00"):  # most of the world's
+        return "+" + compact[2:]
+    if international and compact.isdigit():
+        return "+" + compact
+    return None
+
+
+def _ambiguous(
+    phonenumbers: Any, compact: str, where: str | None, local: Address | None, abroad: Address
+) -> bool:
+    """Whether the digits are a real number with their country code and the local
+    reading is not one (or is the country code read twice: 4915... in DE)."""
+    if local is not None and local.value == abroad.value:
+        return False
+    if not _valid(phonenumbers, abroad.value):
+        return False  # neither reading is real: a fictional number, read as written
+    if local is None:
+        return True
+    if compact.startswith(str(phonenumbers.country_code_for_region(where or ""))):
+        return True
+    return not _valid(phonenumbers, local.value)
 
 
 def _valid(phonenumbers: Any, e164: str) -> bool:

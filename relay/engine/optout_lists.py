@@ -86,6 +86,7 @@ def import_opt_outs(
             person = person or contacts.find_or_create(session, address, now)
             inbound.opt_out(session, person, now, reason=f"operator: {reason}")
             report.added += 1
-        args = {"added": report.added, "already": report.already, "invalid": len(report.invalid)}
-        audit.record(session, "opt-out import", None, {"reason": reason, **args}, now, actor=relay.who())
+        args: dict[str, Any] = {"reason": reason, "added": report.added}
+        args.update(already=report.already, invalid=len(report.invalid))
+        audit.record(session, "opt-out import", None, args, now, actor=relay.who())
     return report

@@ -12,7 +12,8 @@ Cli = Callable[..., Any]
 
 def test_a_list_is_imported_once(cli: Cli, tmp_path: Path) -> None:
     listing = tmp_path / "dnc.txt"
-    listing.write_text("+15551230001\nana@x.com\n\n# a comment\nnot a thing\n4930123456\nAna@X.com\n")
+    lines = ["+15551230001", "ana@x.com", "", "# note", "not a thing", "4930123456", "Ana@X.com"]
+    listing.write_text("\n".join(lines) + "\n")
     first = cli("contact", "opt-out", "--file", str(listing), "--json")
     assert first.exit_code == 0, first
     data = first.json()

@@ -67,11 +67,17 @@ def test_reply_fixtures(name: str, kept: str, gone: str) -> None:
             "> Xin chào\n",
             "Hello",
         ),
-        ("Hello\n02.04.2012 14:20 пользователь \"bob@x.org\" <\nbob@x.org> написал:\n\n> Hi\n", "Hello"),
+        (
+            "Hello\n02.04.2012 14:20 пользователь \"bob@x.org\" <\nbob@x.org> написал:\n\n> Hi\n",
+            "Hello",
+        ),
         # "when unsure, keep it": "Something wrote:" has no date, it is the contact's text
         ("I think\n\nSomething wrote:\nmore of mine", "I think\n\nSomething wrote:\nmore of mine"),
         # "Sent from my desk, ..." is a sentence, not a trailer
-        ("Here\n\nSent from my desk, is much easier.", "Here\n\nSent from my desk, is much easier."),
+        (
+            "Here\n\nSent from my desk, is much easier.",
+            "Here\n\nSent from my desk, is much easier.",
+        ),
         # a closing followed by a long paragraph is not a signature
         ("Thanks\nThe contract is attached and I have a question about clause 4, can you call?",
          "Thanks\nThe contract is attached and I have a question about clause 4, can you call?"),
@@ -99,7 +105,7 @@ def test_reply_corpus_stays_at_its_level() -> None:
         "Leave me alone", "u can stop now", "This is spam. Stop", "BAJA", "SAIR", "Abmelden",
         "Désabonnement", "Dejen de enviarme mensajes", "Não me envie mais mensagens",
         "Ne me contactez plus", "Schreiben Sie mir nicht mehr", "Non scrivetemi più",
-        "Stuur me geen berichten meer", "ＳＴＯＰ",
+        "Stuur me geen berichten meer", "\uff33\uff34\uff2f\uff30",
     ],
 )  # fmt: skip
 def test_opt_outs(text: str) -> None:

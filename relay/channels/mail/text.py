@@ -41,7 +41,7 @@ _SIGNATURE = re.compile(r"^\s*--\s*$|^\s*__\s*$")
 _WROTE = (
     r"wrote|writes|schrieb|schreef|geschreven|a\s+[ée]crit|[ée]crit|escribi[óo]|escreveu|"
     r"ha\s+scritto|scrisse|skrev|kirjoitti|napisa[łl](?:a|\(a\))?|napsal(?:a)?|"
-    r"написал(?:а|\(а\))?|написав(?:ла)?|пишет|đã\s+viết|írta|yazdı|寫道|写道|"
+    r"написал(?:а|\(а\))?|написав(?:ла)?|пишет|đã\s+viết|írta|yazdı|寫道|写道|"  # noqa: RUF001
     r"に書きました"
 )
 _ATTRIBUTION = re.compile(rf"(?:^|[\s>\"')])(?:{_WROTE})(?:\s*:?|\s.{{0,100}}:)\s*$", re.IGNORECASE)
@@ -65,7 +65,7 @@ _OTHER_KEYS = (
     r"lähetetty|vastaanottaja|aihe|elküldve|címzett|tárgy|gönderildi|konu|kime"
 )
 _HEADER = re.compile(
-    rf"^\s*\*?\s*(?P<key>{_FROM_KEYS}|{_OTHER_KEYS})\s*\*?\s*[:：]", re.IGNORECASE
+    rf"^\s*\*?\s*(?P<key>{_FROM_KEYS}|{_OTHER_KEYS})\s*\*?\s*[:\uff1a]", re.IGNORECASE
 )
 _ORIGINAL = re.compile(
     r"^\s*[-_=*\s]*(?:original\s+message|ursprüngliche\s+nachricht|message\s+d'origine|"
@@ -92,7 +92,7 @@ _MOBILE = re.compile(
     r"inviato\s+da\s+(?:il\s+mio\s+)?[\w\s.-]{2,40}|"
     r"(?:verzonden|verstuurd)\s+(?:vanaf|met|van)\s+(?:mijn\s+)?[\w\s.-]{2,40}|"
     r"skickat\s+från\s+(?:min\s+)?[\w\s.-]{2,40}|sendt\s+fra\s+(?:min\s+)?[\w\s.-]{2,40}|"
-    r"wysłane\s+z\s+(?:mojego\s+)?[\w\s.-]{2,40}|отправлено\s+(?:с|из)\s+[\w\s.-]{2,40}|"
+    r"wysłane\s+z\s+(?:mojego\s+)?[\w\s.-]{2,40}|отправлено\s+(?:с|из)\s+[\w\s.-]{2,40}|"  # noqa: RUF001
     r"gửi\s+từ\s+[\w\s.-]{2,40}|lähetetty\s+[\w\s.-]{2,40}|"
     r"odesláno\s+z\s+[\w\s.-]{2,40})\s*[.!]?\s*(?:<https?://\S+>|\(?https?://\S+\)?)?$",
     re.IGNORECASE,
@@ -112,9 +112,9 @@ _CLOSING = re.compile(
     r"med\s+vänliga?\s+hälsning(?:ar)?|vänliga\s+hälsningar|hälsningar|mvh|"
     r"med\s+venlig\s+hilsen|venlig\s+hilsen|hilsen|vennlig\s+hilsen|kh|"
     r"pozdrawiam|z\s+poważaniem|z\s+powazaniem|pozdrowienia|"
-    r"с\s+уважением|всего\s+доброго|с\s+наилучшими\s+пожеланиями|"
+    r"с\s+уважением|всего\s+доброго|с\s+наилучшими\s+пожеланиями|"  # noqa: RUF001
     r"trân\s+trọng|thân\s+ái|s\s+pozdravem|ystävällisin\s+terveisin|terveisin|"
-    r"üdvözlettel|saygılarımla)\b[\s,.!]*(?:\S.{0,40})?$",
+    r"üdvözlettel|saygılarımla)\b[\s,.!]*(?:\S.{0,40})?$",  # noqa: RUF001
     re.IGNORECASE,
 )
 #: Mailing-list and notification footers.
@@ -123,7 +123,7 @@ _FOOTER = re.compile(
     r"you\s+are\s+receiving\s+this\s+because|reply\s+to\s+this\s+email\s+directly",
     re.IGNORECASE,
 )
-_RULE = re.compile(r"^\s*(?:[-_=*—–]\s*){2,}$")
+_RULE = re.compile(r"^\s*(?:[-_=*\u2014\u2013]\s*){2,}$")
 
 
 def new_part(body: str) -> str:
@@ -148,61 +148,63 @@ def _strip(lines: list[str]) -> list[str]:
         segment.clear()
 
     while index < len(lines):
-        line = lines[index]
-        if _QUOTED.match(line):
+        if _QUOTED.match(lines[index]):
             index = _skip_quote(lines, index)
             close()
             continue
-        inline = _INLINE_ON.search(line)
-        if inline and line[: inline.start()].strip(" -") and re.search(r"\d", inline.group()):
-            # "bla bla--- On ... wrote:": the reply and the attribution share a line
-            segment.append(line[: inline.start()])
-            lines = [*lines[:index], inline.group().strip(" -"), *lines[index + 1 :]]
-            line = lines[index]
+        lines, head = _split_shared_line(lines, index)
+        if head is not None:
+            segment.append(head)
         span = _attribution(lines, index)
-        if span:
-            after = _next_nonblank(lines, index + span)
-            if after is not None and _QUOTED.match(lines[after]):
-                close()
-                index = after
-                continue
+        after = _next_nonblank(lines, index + span) if span else None
+        if after is not None and _QUOTED.match(lines[after]):
+            close()
+            index = after
+            continue
+        if span or _history_starts(lines, index):
             if _has_text(out) or _has_text(segment):
                 break
+            # nothing new above it (a forward, a bare header): not trusted, kept
+            span = span or _header_span(lines, index)
             segment.extend(lines[index : index + span])
             index += span
             continue
-        if _history_starts(lines, index):
-            if _has_text(out) or _has_text(segment):
-                break
-            # a header block with nothing new above it (a forward): kept whole
-            block = _header_span(lines, index)
-            segment.extend(lines[index : index + block])
-            index += block
-            continue
-        segment.append(line)
+        segment.append(lines[index])
         index += 1
     close()
     return out
 
 
+def _split_shared_line(lines: list[str], index: int) -> tuple[list[str], str | None]:
+    """"bla bla--- On ... wrote:": the reply and the attribution share a line;
+    the lines with the attribution on a line of its own, and the reply's part."""
+    line = lines[index]
+    inline = _INLINE_ON.search(line)
+    if inline and line[: inline.start()].strip(" -") and re.search(r"\d", inline.group()):
+        return [*lines[:index], inline.group().strip(" -"), *lines[index + 1 :]], line[
+            : inline.start()
+        ]
+    return lines, None
+
+
 def _skip_quote(lines: list[str], index: int) -> int:
     """The index after a ``>`` block; an unquoted line squeezed between two quoted
     ones is a wrapped quoted line (a broken link), not an answer."""
-    while index < len(lines):
-        if _QUOTED.match(lines[index]):
-            index += 1
-        elif (
-            lines[index].strip()
-            and index + 1 < len(lines)
-            and _QUOTED.match(lines[index + 1])
-            and index > 0
-            and _QUOTED.match(lines[index - 1])
-            and not re.search(r"[.!?:]\s*$", lines[index - 1])
-        ):
-            index += 1
-        else:
-            break
+    while index < len(lines) and (
+        _QUOTED.match(lines[index]) or _wrapped_quote_line(lines, index)
+    ):
+        index += 1
     return index
+
+
+def _wrapped_quote_line(lines: list[str], index: int) -> bool:
+    return bool(
+        lines[index].strip()
+        and 0 < index < len(lines) - 1
+        and _QUOTED.match(lines[index + 1])
+        and _QUOTED.match(lines[index - 1])
+        and not re.search(r"[.!?:]\s*$", lines[index - 1])
+    )
 
 
 def _attribution(lines: list[str], index: int) -> int:
@@ -223,7 +225,7 @@ def _attribution_at(lines: list[str], index: int) -> int:
     Its first line must hold a digit or an address: "Something wrote:" in a
     sentence is text."""
     first = lines[index].strip()
-    if not first or not re.search(r"\d|@", first) and not first.startswith("--"):
+    if not first or (not re.search(r"\d|@", first) and not first.startswith("--")):
         return 0  # a multi-line attribution opens with its date
     joined = ""
     for span in range(1, 6):
@@ -232,7 +234,7 @@ def _attribution_at(lines: list[str], index: int) -> int:
         joined = (joined + " " + lines[index + span - 1].strip().lstrip(">").strip()).strip()
         if len(joined) > 400:
             break
-        core = joined.strip("-– ")
+        core = joined.strip("-\u2013 ")
         dashed = joined.startswith("--") or joined.endswith("--")
         if not dashed and not re.search(r"\d|@", core):
             continue
@@ -284,9 +286,10 @@ def _cut_signature(segment: list[str]) -> list[str]:
             return segment[:index]
         if _RULE.match(line) and any(_FOOTER.search(x) for x in segment[index + 1 : index + 5]):
             return segment[:index]
-        if _FOOTER.search(text) and _FOOTER.match(text):
+        if _FOOTER.match(text):
             return segment[:index]
-        if _CLOSING.match(text) and _has_text(segment[:index]) and _short_block(segment[index + 1 :]):
+        closing = _CLOSING.match(text) and _has_text(segment[:index])
+        if closing and _short_block(segment[index + 1 :]):
             return segment[:index]
     return segment
 
