@@ -134,13 +134,11 @@ def opt_out(
         return
     if column is None and file.suffix.lower() == ".csv":
         raise InvalidInput(f"{file} is a CSV file: name its address column with --column")
-    from relay.engine.optout_lists import import_opt_outs
-
     try:
         text = file.read_text("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {file}: {exc}") from None
-    report = import_opt_outs(state.relay(), text, column=column, reason=reason)
+    report = state.relay().import_opt_outs(text, column=column, reason=reason)
     if json_out:
         render.emit_json(report.to_json())
         return

@@ -19,6 +19,7 @@ from relay.store.database import Store
 
 if TYPE_CHECKING:
     from relay.engine.chat_links import ChatLink
+    from relay.engine.optout_lists import OptOutImport
     from relay.engine.service import Relay
     from relay.store.models import Contact
 
@@ -80,6 +81,14 @@ class ContactVerbs:
             inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
             self._audit_contact(session, "opt-out", address, reason=reason)
             return self._contact_view(session, person)
+
+    def import_opt_outs(
+        self, text: str, *, column: str | None = None, reason: str = "operator list"
+    ) -> OptOutImport:
+        """Opt out every address of a do-not-contact list (see :mod:`relay.engine.optout_lists`)."""
+        from relay.engine.optout_lists import import_opt_outs
+
+        return import_opt_outs(cast("Relay", self), text, column=column, reason=reason)
 
     def opt_in(self, contact: str) -> ContactView:
         from relay.engine import inbound

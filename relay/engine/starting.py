@@ -170,13 +170,12 @@ class Starting(BackendChecks):
         from relay.engine.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
-        parsed = self.address(contact)
-        address = parsed.value
+        parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective = clean_text(objective, "objective")
         specs = todo_specs(todos)
         channel = channel or defaults.channel
         return NewConversation(
-            address=address,
+            address=parsed.value,
             objective=objective,
             todos=tuple(clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
@@ -190,7 +189,6 @@ class Starting(BackendChecks):
             meta=check_meta(meta),
             result_schema=checked_result_schema(result_schema),
             template=self._template(channel, template_sid, template_variables),
-            # "Ana Lima <ana@x.com>": the name is the contact's display name
             contact_fields={"name": parsed.name} if parsed.name else None,
         )
 
