@@ -83,6 +83,29 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class ConsoleSettings:
+    """``[console]``: the web console under ``/ui/`` of ``relay serve`` (off unless
+    ``enabled``). Tokens and the session key are named by environment variable."""
+
+    enabled: bool
+    operator_token_env: str
+    readonly_token_env: str
+    session_secret_env: str
+    session_max_age: timedelta
+    #: Allow ``relay serve`` with the console on an address other than loopback.
+    allow_remote: bool
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: ``/metrics`` of ``relay serve`` (Prometheus text format)."""
+
+    enabled: bool
+    #: The environment variable holding the bearer token a scraper must send; "" = open.
+    token_env: str
+
+
+@dataclass(frozen=True)
 class Settings:
     defaults: DefaultSettings
     agent: AgentSettings
@@ -91,6 +114,8 @@ class Settings:
     optout: OptOutSettings
     daemon: DaemonSettings
     retention: RetentionSettings
+    console: ConsoleSettings
+    metrics: MetricsSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...]
 
@@ -118,6 +143,14 @@ KINDS: dict[str, str | int] = {
     "daemon.batch": 1,
     "retention.outbox_days": 0,
     "retention.transcript_days": 0,
+    "console.enabled": "bool",
+    "console.operator_token_env": "text",
+    "console.readonly_token_env": "text",
+    "console.session_secret_env": "text",
+    "console.session_max_age": "duration",
+    "console.allow_remote": "bool",
+    "metrics.enabled": "bool",
+    "metrics.token_env": "text",
 }
 
 
@@ -131,6 +164,13 @@ def convert(key: str, value: Any, where: str) -> Any:
         return timedelta(seconds=value)  # TOML ``timeout = 60``
     if kind is None:
         return value
+    if kind == "bool":
+        return _flag(key, value, where)
+    return _text(key, value, where, kind)
+
+
+def _text(key: str, value: Any, where: str, kind: str) -> Any:
+    """A text key's value: a name (not empty), a duration (parsed) or plain text."""
     if not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be text, not {value!r}")
     if kind == "name" and not value.strip():
@@ -140,6 +180,12 @@ def convert(key: str, value: Any, where: str) -> Any:
             return parse_duration(value)
         except InvalidInput as exc:
             raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value
+
+
+def _flag(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
     return value
 
 
@@ -182,6 +228,17 @@ def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Set
         retention=RetentionSettings(
             outbox_days=typed["retention.outbox_days"],
             transcript_days=typed["retention.transcript_days"],
+        ),
+        console=ConsoleSettings(
+            enabled=typed["console.enabled"],
+            operator_token_env=typed["console.operator_token_env"],
+            readonly_token_env=typed["console.readonly_token_env"],
+            session_secret_env=typed["console.session_secret_env"],
+            session_max_age=typed["console.session_max_age"],
+            allow_remote=typed["console.allow_remote"],
+        ),
+        metrics=MetricsSettings(
+            enabled=typed["metrics.enabled"], token_env=typed["metrics.token_env"]
         ),
         notify=tuple(values.get("notify") or ()),
     )
