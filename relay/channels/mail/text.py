@@ -234,8 +234,10 @@ def _attribution_at(lines: list[str], index: int) -> int:
         joined = (joined + " " + lines[index + span - 1].strip().lstrip(">").strip()).strip()
         if len(joined) > 400:
             break
-        core = joined.strip("-\u2013 ")
         dashed = joined.startswith("--") or joined.endswith("--")
+        if not dashed and not joined.endswith((":", ">")):
+            continue  # an attribution ends with a colon, an address or dashes
+        core = joined.strip("-\u2013 ")
         if not dashed and not re.search(r"\d|@", core):
             continue
         if (
