@@ -27,7 +27,7 @@ from pathlib import Path
 from relay.channels.mail.text import html_to_text, new_part
 from relay.core.errors import InvalidInput
 from relay.core.optout import is_opt_in, is_opt_out
-from relay.engine.addresses import normalise_address
+from relay.engine.contacts.addresses import normalise_address
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.tables import metadata
 

@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
     # /metrics of `relay serve` (docs/operations.md).
     "metrics.enabled": True,
     "metrics.token_env": "",
-    # [[notify]] tables (relay.engine.notify checks their keys).
+    # [[notify]] tables (relay.engine.verbs.notify checks their keys).
     "notify": [],
 }
 

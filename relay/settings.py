@@ -116,7 +116,7 @@ class Settings:
     retention: RetentionSettings
     console: ConsoleSettings
     metrics: MetricsSettings
-    #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
+    #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...]
 
 

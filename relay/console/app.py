@@ -39,7 +39,7 @@ from relay.core.errors import InvalidInput, NotFound, RelayError
 from relay.core.states import State
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.console")
 

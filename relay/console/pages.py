@@ -18,7 +18,7 @@ from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 PAGE_SIZE = 50
 #: The funnel's bars on the Campaigns page, in order (``relay stats``' names).

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relay.config import DEFAULTS, Config
-from relay.engine.report_views import ResultView
-from relay.engine.service import Relay
-from relay.engine.turns import start_now
-from relay.engine.views import InstanceView, MessageView, TransitionView
+from relay.engine.turns.runner import start_now
+from relay.engine.verbs.service import Relay
+from relay.engine.views.instances import InstanceView, MessageView, TransitionView
+from relay.engine.views.reports import ResultView
 from relay.runner.pulse import Pulse
-from relay.store.database import open_store
+from relay.store.opening import open_store
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"

@@ -181,7 +181,7 @@ def write(session: Session, changed: Iterable[object]) -> None:
 def move_instances(session: Session, instance_ids: Sequence[str], values: Mapping[str, Any]) -> int:
     """Give several locked instances the same ``values`` and a new version each, with
     one UPDATE: a batch that one event moves the same way (a pulse's heartbeat
-    firings, :func:`relay.engine.transitions.fire_waiting`) needs no row read,
+    firings, :func:`relay.engine.conversation.transitions.fire_waiting`) needs no row read,
     compared and written back per instance. The number of rows updated."""
     if not instance_ids:
         return 0

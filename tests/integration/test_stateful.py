@@ -40,7 +40,7 @@ from sqlalchemy import func, select
 
 from relay.core.errors import Refused
 from relay.core.states import TERMINAL, Event, State, holds_slot, next_state
-from relay.engine import transitions
+from relay.engine.conversation import transitions
 from relay.store import queries
 from relay.store.models import Contact, Instance, Transition
 

@@ -12,7 +12,7 @@ import pytest
 from relay.channels.mail.text import new_part
 from relay.core.errors import InvalidInput
 from relay.core.optout import is_opt_in, is_opt_out
-from relay.engine.addresses import normalise_address
+from relay.engine.contacts.addresses import normalise_address
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 DATA = Path(__file__).resolve().parents[1] / "data"

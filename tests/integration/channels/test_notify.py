@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from relay.core.errors import ConfigError
-from relay.engine.notify import notify_due, targets
+from relay.engine.verbs.notify import notify_due, targets
 
 PHONE = "+15551230001"
 

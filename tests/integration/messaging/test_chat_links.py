@@ -12,7 +12,7 @@ from messaging_fakes import FakeTelegram
 from sqlalchemy import func, select
 
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine import chat_links, unsubscribe
+from relay.engine.contacts import chat_links, unsubscribe
 from relay.runner.pulse import Pulse
 from relay.store.models import Contact, ContactAlias, EventRow, Instance, Message
 

@@ -89,7 +89,7 @@ def test_list_and_show_give_the_reason(cli: Cli, api: Any, drive: Any) -> None:
     ok(cli("pause", first["id"], "--reason", "on holiday"))
     second = start(cli, "+15551230002")
     with api.store.transaction() as session:
-        from relay.engine import transitions
+        from relay.engine.conversation import transitions
         from relay.store import queries
 
         instance = queries.resolve_instance(session, second["id"], lock=True)
@@ -231,7 +231,7 @@ def test_retry_is_refused_when_the_conversation_ended(cli: Cli, api: Any) -> Non
 
 
 def test_the_minute_summary_says_what_the_daemon_did_and_nothing_when_idle() -> None:
-    from relay.engine.outbox import DeliveryReport
+    from relay.engine.outbox.dispatcher import DeliveryReport
     from relay.runner.pulse import PulseReport
     from relay.runner.summary import MinuteSummary
 
