@@ -88,7 +88,15 @@ class ContactVerbs:
         """Opt out every address of a do-not-contact list (see ``verbs.optout_lists``)."""
         from relay.engine.verbs.optout_lists import import_opt_outs
 
-        return import_opt_outs(cast("Relay", self), text, column=column, reason=reason)
+        return import_opt_outs(
+            self.store,
+            text,
+            address=self.address,
+            now=self.now(),
+            actor=self.who(),
+            column=column,
+            reason=reason,
+        )
 
     def opt_in(self, contact: str) -> ContactView:
         from relay.engine.inbound import ingest as inbound

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.contacts.addresses import Address
+    from relay.store.database import Store
 
 
 @dataclass
@@ -59,8 +62,17 @@ def entries(text: str, column: str | None) -> list[tuple[int, str]]:
 
 
 def import_opt_outs(
-    relay: Relay, text: str, *, column: str | None = None, reason: str = "operator list"
+    store: Store,
+    text: str,
+    *,
+    address: Callable[[str], Address],
+    now: datetime,
+    actor: str,
+    column: str | None = None,
+    reason: str = "operator list",
 ) -> OptOutImport:
+    """Opt out each address of ``text`` (``address`` normalises one as the caller
+    does), in one transaction; what was done, line by line for the invalid ones."""
     from relay.engine.contacts import book as contacts
     from relay.engine.conversation import audit
     from relay.engine.inbound import ingest as inbound
@@ -70,25 +82,24 @@ def import_opt_outs(
     parsed = []
     for number, value in entries(text, column):
         try:
-            parsed.append(relay.address(value))
+            parsed.append(address(value))
         except InvalidInput as exc:
             report.invalid.append((number, value, str(exc)))
-    now = relay.now()
-    with relay.store.transaction() as session:
+    with store.transaction() as session:
         seen: set[str] = set()
-        for address in parsed:
-            if address.value in seen:
+        for one in parsed:
+            if one.value in seen:
                 report.already += 1
                 continue
-            seen.add(address.value)
-            person = queries.contact_by_address(session, address.value)
+            seen.add(one.value)
+            person = queries.contact_by_address(session, one.value)
             if person is not None and person.opted_out_at is not None:
                 report.already += 1
                 continue
-            person = person or contacts.find_or_create(session, address, now)
+            person = person or contacts.find_or_create(session, one, now)
             inbound.opt_out(session, person, now, reason=f"operator: {reason}")
             report.added += 1
         args: dict[str, Any] = {"reason": reason, "added": report.added}
         args.update(already=report.already, invalid=len(report.invalid))
-        audit.record(session, "opt-out import", None, args, now, actor=relay.who())
+        audit.record(session, "opt-out import", None, args, now, actor=actor)
     return report
