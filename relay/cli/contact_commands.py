@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from relay.cli import render
 from relay.cli.session import JsonOption, state
+from relay.core.errors import InvalidInput
 
 if TYPE_CHECKING:
     from relay.api import ContactView
@@ -125,8 +127,20 @@ def set_(
 
 @contact_app.command("opt-out")
 def opt_out(
-    contact: ContactArg,
+    contact: Annotated[
+        str | None, typer.Argument(help="Phone number or email address (or --file).")
+    ] = None,
     reason: Annotated[str, typer.Option(help="Why; kept with the contact.")] = "operator",
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            help="Import a do-not-contact list: one address a line, or a CSV with --column.",
+        ),
+    ] = None,
+    column: Annotated[
+        str | None, typer.Option(help="With --file: the CSV column holding the addresses.")
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Opt a contact out: end its live conversation, fail queued ones, block all delivery.
@@ -134,8 +148,32 @@ def opt_out(
     It returns once the sends to the contact already under way have settled (at
     most 10 s) and reports them as in_flight: nothing else reaches the contact
     after it returns.
-    """
-    _print(state.relay().opt_out(contact, reason=reason), json_out)
+
+    With --file, opt out every address of a list (idempotent: addresses already
+    opted out are counted and left as they are); prints how many were added,
+    already there and invalid (each invalid line with its number)."""
+    if (contact is None) == (file is None):
+        raise InvalidInput("give either a CONTACT or --file FILE")
+    if file is None:
+        assert contact is not None
+        _print(state.relay().opt_out(contact, reason=reason), json_out)
+        return
+    if column is None and file.suffix.lower() == ".csv":
+        raise InvalidInput(f"{file} is a CSV file: name its address column with --column")
+    try:
+        text = file.read_text("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read {file}: {exc}") from None
+    report = state.relay().import_opt_outs(text, column=column, reason=reason)
+    if json_out:
+        render.emit_json(report.to_json())
+        return
+    render.line(
+        f"opted out {report.added} added, {report.already} already there, "
+        f"{len(report.invalid)} invalid"
+    )
+    for number, value, error in report.invalid:
+        render.warn(f"line {number}: {value!r}: {error}")
 
 
 @contact_app.command("opt-in")

@@ -30,7 +30,7 @@ THIRD_PARTY = {
     "core": set(),
     "store": {"sqlalchemy", "alembic", "psycopg"},
     "agents": {"httpx"},
-    "channels": {"httpx", "imapclient", "mailparser_reply", "dateparser"},
+    "channels": {"httpx", "imapclient", "dateparser"},
 }
 
 

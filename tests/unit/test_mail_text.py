@@ -114,4 +114,4 @@ def test_html_becomes_text_and_blockquotes_are_quoted():
     assert text.startswith("Thursday works.\nThanks, Alice")
     assert "> Which day\xa0suits you?" in text or "> Which day suits you?" in text
     assert "color" not in text
-    assert new_part(text) == "Thursday works.\nThanks, Alice"
+    assert new_part(text) == "Thursday works."  # the closing and name are the signature

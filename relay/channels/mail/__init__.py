@@ -4,6 +4,6 @@
 ``text`` turns a body into the new part of a reply, ``autoreply`` and
 ``bounces`` recognise mail that is not a person answering, ``parse`` turns
 one raw email into what the channel contract carries, and ``imap`` polls a
-mailbox from a cursor the store keeps. Heavy imports (imapclient,
-mail-parser-reply) happen inside the functions that need them.
+mailbox from a cursor the store keeps. Heavy imports (imapclient) happen
+inside the functions that need them.
 """

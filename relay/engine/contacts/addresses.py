@@ -3,12 +3,24 @@
 One person written two ways (``+1 555 123 0001`` and ``+15551230001``,
 ``Ana@X.com`` and ``ana@x.com``) must be one contact, so every address is
 normalised before it is looked up or stored. Email addresses are lower-cased
-whole, local part included.
+whole, local part included; "Ana Lima <ana@x.com>" keeps "Ana Lima" as the
+contact's name.
+
+A phone number must never silently become another person's. Digits written
+with their country code but no ``+`` (``4930123456``, as WhatsApp's ``wa_id``
+and many CSV exports write them) are read as international only when the
+channel says numbers come that way (``channel="whatsapp"``/``"telegram"`` or
+``international=True`` for a column declared E.164); otherwise, when they read
+as a number both ways, they are refused with both readings shown. ``00`` and
+``011`` international prefixes are read as ``+``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import re
+from dataclasses import dataclass, replace
+from typing import Any
 
 from relay.core.errors import InvalidInput
 
@@ -17,21 +29,52 @@ from relay.core.errors import InvalidInput
 class Address:
     value: str
     kind: str  # "phone" | "email" | "telegram"
+    name: str | None = None  # the display name of "Name <addr>"
+
+
+#: Channels whose numbers always carry their country code, with or without ``+``.
+INTERNATIONAL_CHANNELS = frozenset({"whatsapp", "telegram"})
 
 
 #: A Telegram chat id as a contact: ``telegram:123456789`` (groups: ``telegram:-100...``).
 TELEGRAM_PREFIX = "telegram:"
 
 
-def normalise_address(text: str, region: str = "US") -> Address:
+def normalise_address(
+    text: str,
+    region: str = "US",
+    *,
+    channel: str | None = None,
+    international: bool = False,
+) -> Address:
+    """The one form of an address (see the module docstring for phone numbers).
+
+    ``channel`` names where the address came from (a WhatsApp ``wa_id`` and a
+    Telegram deep link carry the country code without ``+``); ``international``
+    says the same for a CSV column declared E.164."""
     raw = text.strip()
     if not raw:
         raise InvalidInput("contact address is empty")
+    name, raw = _display_name(raw)
     if raw.lower().startswith(TELEGRAM_PREFIX):
         return _telegram(raw)
     if "@" in raw:
-        return _email(raw)
-    return _phone(raw, region)
+        return replace(_email(raw), name=name)
+    if channel and channel.split(":")[0].lower() in INTERNATIONAL_CHANNELS:
+        international = True
+    return replace(_phone(raw, region, international=international), name=name)
+
+
+def _display_name(raw: str) -> tuple[str | None, str]:
+    """``Ana Lima <ana@x.com>`` (or ``"Lima, Ana" <ana@x.com>``) as its name and address."""
+    if not raw.endswith(">") or "<" not in raw:
+        return None, raw
+    from email.utils import parseaddr
+
+    name, address = parseaddr(raw)
+    if not address:
+        raise InvalidInput(f"invalid contact {raw!r}: expected Name <address>")
+    return (" ".join(name.split()) or None), address
 
 
 def kind_of(normalised: str) -> str:
@@ -55,11 +98,74 @@ def _email(raw: str) -> Address:
     return Address(f"{local.lower()}@{domain.lower()}", "email")
 
 
-def _phone(raw: str, region: str) -> Address:
+_PUNCTUATION = re.compile(r"[\s().\-/]")
+
+
+def _phone(raw: str, region: str, *, international: bool = False) -> Address:
     import phonenumbers
 
+    compact = _PUNCTUATION.sub("", raw)
+    written = _international_form(compact, international)
+    if written is not None:
+        return _e164(phonenumbers, written, raw, None)
+    where = region.upper() or None
     try:
-        number = phonenumbers.parse(raw, region.upper() or None)
+        local: Address | None = _e164(phonenumbers, raw, raw, where)
+    except InvalidInput as exc:
+        local, error = None, exc
+    abroad = None
+    if compact.isdigit() and not compact.startswith("0"):
+        # perhaps a country code written without "+" (4930123456 is Berlin, not +1 493...)
+        with contextlib.suppress(InvalidInput):
+            abroad = _e164(phonenumbers, "+" + compact, raw, None)
+    if abroad is not None and _ambiguous(phonenumbers, compact, where, local, abroad):
+        here = f"{local.value} in region {where}" if local else f"not a number in region {where}"
+        raise InvalidInput(
+            f"ambiguous phone number {raw!r}: {here}, {abroad.value} with a country code; "
+            "write it with + (or 00)"
+        )
+    if local is None:
+        raise error
+    return local
+
+
+def _international_form(compact: str, international: bool) -> str | None:
+    """``+...`` for a number written internationally (``+``, ``00``, ``011``, or bare
+    digits where the caller says they carry their country code); None otherwise."""
+    if compact.startswith("+"):
+        return compact
+    if compact.startswith("011"):  # North America's international prefix
+        return "+" + compact[3:]
+    if compact.startswith("00"):  # most of the world's
+        return "+" + compact[2:]
+    if international and compact.isdigit():
+        return "+" + compact
+    return None
+
+
+def _ambiguous(
+    phonenumbers: Any, compact: str, where: str | None, local: Address | None, abroad: Address
+) -> bool:
+    """Whether the digits are a real number with their country code and the local
+    reading is not one (or is the country code read twice: 4915... in DE)."""
+    if local is not None and local.value == abroad.value:
+        return False
+    if not _valid(phonenumbers, abroad.value):
+        return False  # neither reading is real: a fictional number, read as written
+    if local is None:
+        return True
+    if compact.startswith(str(phonenumbers.country_code_for_region(where or ""))):
+        return True
+    return not _valid(phonenumbers, local.value)
+
+
+def _valid(phonenumbers: Any, e164: str) -> bool:
+    return bool(phonenumbers.is_valid_number(phonenumbers.parse(e164, None)))
+
+
+def _e164(phonenumbers: Any, text: str, raw: str, region: str | None) -> Address:
+    try:
+        number = phonenumbers.parse(text, region)
     except phonenumbers.NumberParseException as exc:
         raise InvalidInput(
             f"invalid contact {raw!r}: not a phone number or email ({exc})"

@@ -32,8 +32,13 @@ def find_or_create(session: Session, address: Address, now: datetime) -> Contact
 
     found = queries.contact_by_address(session, address.value)
     if found is not None:
+        if address.name and not (found.fields or {}).get("name"):
+            found.fields = {**(found.fields or {}), "name": address.name}  # "Ana <ana@x.com>"
+            found.updated_at = now
         return found
     contact = Contact(address=address.value, kind=address.kind, created_at=now, updated_at=now)
+    if address.name:
+        contact.fields = {"name": address.name}
     try:
         with session.begin_nested():
             session.add(contact)

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from relay.engine.verbs.new_conversation import NewConversation
     from relay.engine.verbs.service import Relay
 
-CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to")
+CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_e164", "wa_id")
+#: Contact columns declared E.164: their digits carry the country code even without "+".
+E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
 BATCH = 500
@@ -245,8 +247,9 @@ def _plan_row(
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)
     channel = columns.get("channel") or options.channel
     try:
+        declared = column.lower() in E164_COLUMNS and columns[column].isdigit()
         spec = relay.prepare(
-            columns[column],
+            "+" + columns[column] if declared else columns[column],
             objective,
             todos,
             heartbeat=options.heartbeat,

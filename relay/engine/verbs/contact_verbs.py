@@ -22,6 +22,7 @@ from relay.store.database import Store
 
 if TYPE_CHECKING:
     from relay.engine.contacts.chat_links import ChatLink
+    from relay.engine.verbs.optout_lists import OptOutImport
     from relay.engine.verbs.service import Relay
     from relay.store.models import Contact
 
@@ -72,6 +73,22 @@ class ContactVerbs:
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
             fields=dict(person.fields or {}),
             undeliverable=_mark(session, person),
+        )
+
+    def import_opt_outs(
+        self, text: str, *, column: str | None = None, reason: str = "operator list"
+    ) -> OptOutImport:
+        """Opt out every address of a do-not-contact list (see ``verbs.optout_lists``)."""
+        from relay.engine.verbs.optout_lists import import_opt_outs
+
+        return import_opt_outs(
+            self.store,
+            text,
+            address=self.address,
+            now=self.now(),
+            actor=self.who(),
+            column=column,
+            reason=reason,
         )
 
     def deliverable(self, contact: str) -> ContactView:

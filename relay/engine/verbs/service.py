@@ -254,12 +254,15 @@ class Relay(Starting, ContactVerbs, Lookups):
 
         A message a channel delivers twice (same ``provider_message_id`` on the
         same channel) is recorded once; the second call returns the first row.
+        The text is taken as a channel takes it: longer than
+        :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
         """
         from relay.engine.inbound import ingest as inbound
-        from relay.engine.verbs.new_conversation import clean_text
 
         address = self.address(contact)
-        body = clean_text(text, "message")
+        body = (text or "").replace("\x00", "").strip()
+        if not body:
+            raise InvalidInput("message must not be empty")
         arrival = inbound.Arrival(address, body, channel, provider_message_id)
         with self.store.transaction() as session:
             message = inbound.store_arrival(session, arrival, self.now(), keywords=self.keywords())

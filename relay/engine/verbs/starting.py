@@ -172,12 +172,11 @@ class Starting(BackendChecks):
 
         defaults = self.config.settings.defaults
         _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-        address = self.normalise(contact)
-        objective = clean_text(objective, "objective")
-        specs = todo_specs(todos)
+        parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
+        objective, specs = clean_text(objective, "objective"), todo_specs(todos)
         channel = channel or defaults.channel
         return NewConversation(
-            address=address,
+            address=parsed.value,
             objective=objective,
             todos=tuple(clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
@@ -191,6 +190,7 @@ class Starting(BackendChecks):
             meta=check_meta(meta),
             result_schema=checked_result_schema(result_schema),
             template=self._template(channel, template_sid, template_variables),
+            contact_fields={"name": parsed.name} if parsed.name else None,
         )
 
     def create(

@@ -110,3 +110,12 @@ def test_the_agent_sees_the_contacts_fields(api: Any, tmp_path: Path) -> None:
     assert [c.contact_fields for c in contexts] == [{"name": "Ana", "order": "1042"}]
     assert contexts[0].campaign == "spring"
     assert contexts[0].to_json()["contact_fields"]["name"] == "Ana"
+
+
+def test_an_e164_column_reads_digits_with_their_country_code(cli: Cli, tmp_path: Path) -> None:
+    declared = _csv(tmp_path, "wa_id,name,order\n4930123456,Ana,7\n")
+    report = ok(_import(cli, declared, "--dry-run")).json()
+    assert report["started"] == 1
+    plain = _csv(tmp_path, "phone,name,order\n4930123456,Ana,7\n")
+    text = ok(cli("import", plain, "-o", OBJECTIVE, "-t", "t", "--dry-run")).stdout
+    assert "would start 0 of 1" in text and "+4930123456" in text
