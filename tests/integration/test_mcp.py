@@ -29,16 +29,83 @@ def _data(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
-async def _session_run(db_url: str, work: Path, script: Any) -> Any:
+async def _session_run(db_url: str, work: Path, script: Any, errlog: Any = None) -> Any:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "relay", "--actor", "assistant", "mcp"],
         env={"RELAY_DATABASE_URL": db_url, "NO_COLOR": "1"},
         cwd=str(work),
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with (
+        stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         return await script(session)
+
+
+def _error(result: Any) -> tuple[str, dict[str, Any]]:
+    """A tool error's text and its structured ``error``."""
+    assert result.is_error, result
+    assert result.structured_content is not None, result.content
+    return result.content[0].text, result.structured_content["error"]
+
+
+#: What the CLI prints for each failure a program is likely to make, and its kind.
+FAILURES = [
+    ("show", {"instance_id": "zzzzzzz"}, ["show", "zzzzzzz"], "not_found"),
+    ("start", {"contact": "not a contact", "objective": "x", "todos": ["Day?"]},
+     ["start", "not a contact", "-o", "x", "--todo", "Day?"], "invalid"),
+    ("wait", {"instance_ids": ["{iid}"], "until": "someday"},
+     ["wait", "{iid}", "--for", "someday"], "invalid"),
+    ("pause", {"instance_id": "{iid}"}, ["pause", "{iid}"], "refused"),
+]  # fmt: skip
+
+
+def check_failures(call: Any, cli: Any, iid: str) -> None:
+    """Each failure: the tool's text is the CLI's stderr line, with its kind as data."""
+    for tool, args, argv, kind in FAILURES:
+        filled = {k: ([iid] if v == ["{iid}"] else v.replace("{iid}", iid) if isinstance(
+            v, str) else v) for k, v in args.items()}  # fmt: skip
+        text, error = _error(call(tool, filled))
+        printed = cli(*[a.replace("{iid}", iid) for a in argv])
+        assert printed.exit_code == error["exit_code"], (tool, printed)
+        assert text == printed.stderr.strip(), tool
+        assert error["kind"] == kind, (tool, error)
+        assert text == f"relay: error: {error['message']}"
+    text, error = _error(call("pause", {"instance_id": iid}))
+    assert error["state"] == "PAUSED" and error["instance_id"] == iid
+    assert sorted(error["commands"]) == [f"relay cancel {iid}", f"relay resume {iid}"]
+    assert sorted(error["tools"]) == ["cancel", "resume"]
+    assert "what works now" in text
+
+
+def test_errors_reach_the_client_with_their_meaning(
+    db_url: str, tmp_path: Path, cli: Any
+) -> None:
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+    iid = cli("start", PHONE, "-o", "x", "--todo", "Day?", "--defer", "--json").json()["id"]
+    assert cli("pause", iid).exit_code == 0
+    errlog = (tmp_path / "server.err").open("w+")
+
+    async def script(session: ClientSession) -> list[Any]:
+        calls = [(tool, args) for tool, args, _, _ in FAILURES] + [("pause", {"instance_id": iid})]
+        results = []
+        for tool, args in calls:
+            filled = {k: ([iid] if v == ["{iid}"] else v.replace("{iid}", iid) if isinstance(
+                v, str) else v) for k, v in args.items()}  # fmt: skip
+            results.append(await session.call_tool(tool, filled))
+        return [session.server_info, results]
+
+    info, results = anyio.run(_session_run, db_url, tmp_path, script, errlog)
+    from relay import __version__
+
+    assert info is not None and info.version == __version__
+    by_call = iter(results)
+    check_failures(lambda tool, args: next(by_call), cli, iid)
+    errlog.seek(0)
+    logged = errlog.read()
+    assert "Traceback" not in logged and "Error executing tool" not in logged, logged
 
 
 def test_a_program_delegates_a_conversation_over_mcp(db_url: str, tmp_path: Path, cli: Any):
