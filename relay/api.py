@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from relay.engine.campaigns import ImportReport
     from relay.engine.chat_links import ChatLink
     from relay.engine.doctor import Finding
+    from relay.engine.drafts import DraftView
     from relay.engine.inbound import IngestReport
     from relay.engine.program import parse_meta
     from relay.runner.demo import DemoResult
@@ -78,6 +79,7 @@ __all__ = [
     "ContactRow",
     "ContactView",
     "DaemonView",
+    "DraftView",
     "EventView",
     "ImportReport",
     "InboxItem",
@@ -115,6 +117,7 @@ __all__ = [
 #: a chat or configure the daemon's logging.
 _LAZY = {
     "ChatLink": "relay.engine.chat_links",
+    "DraftView": "relay.engine.drafts",
     "ImportReport": "relay.engine.campaigns",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.program",
@@ -259,6 +262,28 @@ class Relay(service.Relay):
         from relay.runner.serve import MAX_BODY, serve
 
         serve(self, host, port, max_body=max_body or MAX_BODY)
+
+    # -- drafts a person approves (``[agent] approval``) -----------------------------
+
+    def drafts(self, instance_id: str | None = None) -> list[DraftView]:
+        """The agent's messages awaiting approval, oldest first (``relay drafts``)."""
+        from relay.engine import drafts
+
+        return drafts.pending(self, instance_id)
+
+    def approve(self, message_id: int, *, text: str | None = None) -> MessageView:
+        """Send a draft, or ``text`` in its place (the edit is recorded); the message
+        that goes out, queued: the delivery gate still decides (``relay approve``)."""
+        from relay.engine import drafts
+
+        return drafts.approve(self, message_id, actor=self.who(), text=text)
+
+    def reject(self, message_id: int, *, reason: str) -> MessageView:
+        """Discard a draft; the agent's next turn reads ``reason`` and writes a new
+        one (``relay reject``)."""
+        from relay.engine import drafts
+
+        return drafts.reject(self, message_id, actor=self.who(), reason=reason)
 
     # -- plain names for reads ------------------------------------------------------
 

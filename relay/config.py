@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "agent.backend": "scripted",
     "agent.timeout": "60s",
     "agent.transcript_window": 50,
+    "agent.approval": "none",
     "turns.lease": "5m",
     "outbox.max_attempts": 5,
     "outbox.backoff": "30s",
@@ -253,6 +254,7 @@ window = ""              # proactive-message window, e.g. "mon-fri 09:00-18:00";
 backend = "scripted"     # scripted | command | openai
 timeout = "60s"
 transcript_window = 50   # recent transcript messages an agent sees
+approval = "none"        # none | first | all: the agent's messages a person approves first
 
 # [agent.command]
 # command = ["python3", "examples/echo_agent.py"]

@@ -39,6 +39,8 @@ class AgentSettings:
     backend: str
     timeout: timedelta
     transcript_window: int
+    #: Which of the agent's messages a person approves first: none, first or all.
+    approval: str = "none"
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ KINDS: dict[str, str | int] = {
     "agent.backend": "name",
     "agent.timeout": "seconds",
     "agent.transcript_window": 1,
+    "agent.approval": "approval",
     "turns.lease": "duration",
     "outbox.max_attempts": 1,
     "outbox.backoff": "duration",
@@ -135,12 +138,26 @@ def convert(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {key} must be text, not {value!r}")
     if kind == "name" and not value.strip():
         raise ConfigError(f"{where}: {key} must not be empty")
-    if kind in ("duration", "seconds"):
-        try:
-            return parse_duration(value)
-        except InvalidInput as exc:
-            raise ConfigError(f"{where}: {key}: {exc.message}") from None
-    return value
+    parse = _PARSERS.get(kind)
+    return value if parse is None else parse(key, value, where)
+
+
+def _duration(key: str, value: str, where: str) -> timedelta:
+    try:
+        return parse_duration(value)
+    except InvalidInput as exc:
+        raise ConfigError(f"{where}: {key}: {exc.message}") from None
+
+
+def _approval(key: str, value: str, where: str) -> str:
+    from relay.core.approval import MODES
+
+    if value.strip().lower() not in MODES:
+        raise ConfigError(f"{where}: {key} must be one of {', '.join(MODES)}, not {value!r}")
+    return value.strip().lower()
+
+
+_PARSERS = {"duration": _duration, "seconds": _duration, "approval": _approval}
 
 
 def _count(key: str, value: Any, where: str, least: int) -> int:
@@ -168,6 +185,7 @@ def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Set
             backend=typed["agent.backend"],
             timeout=typed["agent.timeout"],
             transcript_window=typed["agent.transcript_window"],
+            approval=typed["agent.approval"],
         ),
         turns=TurnSettings(lease=typed["turns.lease"]),
         outbox=OutboxSettings(

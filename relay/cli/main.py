@@ -144,6 +144,7 @@ def register() -> None:
         contact_commands,
         daemon_commands,
         db_commands,
+        draft_commands,
         engine_commands,
         inbox_commands,
         instance_commands,
@@ -156,6 +157,7 @@ def register() -> None:
     for module in (
         instance_commands,
         program_commands,
+        draft_commands,
         config_commands,
         db_commands,
         engine_commands,

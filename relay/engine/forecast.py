@@ -36,6 +36,8 @@ def next_message(
     pending = reads.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
+    if instance.drafts_pending:
+        return Forecast(Next.APPROVAL, detail=str(instance.drafts_pending))
     if state is State.WAITING_FOR_REPLY:
         return _heartbeat(session, instance, config, now)
     return _due(instance, state, now) or _held(session, instance, state)

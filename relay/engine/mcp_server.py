@@ -258,7 +258,29 @@ def _operator_tools(server: MCPServer, relay: Relay) -> None:
 
 
 def _draft_tools(server: MCPServer, relay: Relay) -> None:
-    """Placeholder replaced when drafts land."""
+    from relay.engine import drafts as draft_verbs
+
+    @_tool(server)
+    def drafts(instance_id: str | None = None) -> dict[str, Any]:
+        """The agent's messages awaiting a person's approval (conversations started
+        with approval first or all), oldest first, with how long each has waited."""
+        found = draft_verbs.pending(relay, instance_id)
+        return {"drafts": versioned([d.to_json() for d in found])}
+
+    @_tool(server)
+    def approve(message_id: int, text: str | None = None) -> dict[str, Any]:
+        """Send a draft (or `text` instead; the edit is recorded). It is queued like any
+        message: a pause, an opt-out, a cancel or the sending window still hold it."""
+        return versioned(
+            draft_verbs.approve(relay, message_id, actor=relay.who(), text=text).to_json()
+        )
+
+    @_tool(server)
+    def reject(message_id: int, reason: str) -> dict[str, Any]:
+        """Discard a draft; the agent's next turn reads the reason and writes a new one."""
+        return versioned(
+            draft_verbs.reject(relay, message_id, actor=relay.who(), reason=reason).to_json()
+        )
 
 
 def serve(relay: Relay) -> None:

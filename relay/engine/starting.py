@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from relay.store.models import Contact, Instance
 
 #: Delivery states of a first message, worst first: what ``start`` reports.
-_WORST_FIRST = ("failed", "blocked", "queued", "sending")
+_WORST_FIRST = ("failed", "blocked", "draft", "queued", "sending")
 
 
 class Starting(BackendChecks):
@@ -90,6 +90,7 @@ class Starting(BackendChecks):
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
         defer: bool = True,
+        approval: str | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one (the
         options are :meth:`prepare`'s), and run its first turn unless ``defer``."""
@@ -108,6 +109,7 @@ class Starting(BackendChecks):
             result_schema=result_schema,
             template_sid=template_sid,
             template_variables=template_variables,
+            approval=approval,
         )
         reach = self._reach(spec.channel, spec.address)
         self._check_backends(spec.channel, spec.agent, spec.window, reach)
@@ -158,6 +160,7 @@ class Starting(BackendChecks):
         result_schema: Mapping[str, Any] | None = None,
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
+        approval: str | None = None,
     ) -> NewConversation:
         """Check and normalise a new conversation, touching nothing (``start`` and
         ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` for a
@@ -165,7 +168,10 @@ class Starting(BackendChecks):
         email (default: from the objective); ``meta``: the caller's JSON, returned
         in every event; ``result_schema``: a JSON Schema keyed by todo id;
         ``template_sid``/``template_variables``: the WhatsApp template for a
-        closed 24-hour window (whatsapp channels only)."""
+        closed 24-hour window (whatsapp channels only); ``approval``: none, first or
+        all, the agent's messages a person approves before they go out (default:
+        ``[agent] approval``)."""
+        from relay.core.approval import parse_mode
         from relay.core.subjects import clean_subject, subject_from_objective
         from relay.engine.program import check_meta, todo_specs
 
@@ -189,6 +195,7 @@ class Starting(BackendChecks):
             meta=check_meta(meta),
             result_schema=checked_result_schema(result_schema),
             template=self._template(channel, template_sid, template_variables),
+            approval=parse_mode(approval or self.config.settings.agent.approval),
         )
 
     def create(
@@ -298,6 +305,8 @@ class Starting(BackendChecks):
             campaign=spec.campaign,
             import_key=spec.import_key,
             template=spec.template,
+            approval=spec.approval,
+            drafts_pending=0,
             created_at=now,
             updated_at=now,
         )

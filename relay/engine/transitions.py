@@ -117,6 +117,7 @@ def _end(
     if not target.terminal:
         return
     instance.ended_at = now
+    instance.drafts_pending = 0  # what was a draft is cancelled, blocked or a farewell now
     if event is Event.CANCEL:
         instance.failure_reason = "cancelled"
     elif target is State.FAILED and reason:
@@ -305,9 +306,15 @@ def _move_heartbeat(instance: InstanceFields, current: State, target: State, now
             seconds = instance.heartbeat_override_seconds
         else:
             seconds = instance.heartbeat_seconds
+        instance.heartbeat_override_seconds = None
+        if instance.drafts_pending:
+            # Nothing went out yet: the countdown waits, whole, for the approval
+            # (relay.engine.drafts starts it), as a pause keeps the time left.
+            instance.next_heartbeat_at = None
+            instance.heartbeat_remaining_seconds = seconds
+            return
         instance.next_heartbeat_at = now + timedelta(seconds=seconds)
         instance.heartbeat_remaining_seconds = None
-        instance.heartbeat_override_seconds = None
     elif current is State.WAITING_FOR_REPLY and target is not State.WAITING_FOR_REPLY:
         if target is State.PAUSED and instance.next_heartbeat_at is not None:
             left = (instance.next_heartbeat_at - now).total_seconds()

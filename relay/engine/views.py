@@ -109,6 +109,10 @@ class InstanceView:
     #: reason (why it waits on a human, was paused or is queued).
     reason: str | None = None
     campaign: str | None = None
+    #: Which of the agent's messages a person approves first (first, all; None: none),
+    #: and how many drafts wait for it now.
+    approval: str | None = None
+    drafts_pending: int = 0
 
     @property
     def missing_answers(self) -> tuple[int, ...]:
@@ -154,6 +158,8 @@ class InstanceView:
             subject=instance.subject,
             meta=dict(instance.meta or {}),
             campaign=instance.campaign,
+            approval=instance.approval,
+            drafts_pending=instance.drafts_pending or 0,
             **extra,
         )
 
@@ -186,6 +192,8 @@ class InstanceView:
             "result_incomplete": self.result_incomplete,
             "reason": self.reason,
             "campaign": self.campaign,
+            "approval": self.approval or "none",
+            "drafts_pending": self.drafts_pending,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),

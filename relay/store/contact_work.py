@@ -13,14 +13,18 @@ from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.store.models import Instance, Message
 
+#: Outbound that has not started on its way: queued, or a draft awaiting approval.
+WAITING = (MessageStatus.QUEUED.value, MessageStatus.DRAFT.value)
+
 
 def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
-    """Outbound for the contact still queued (not yet being sent)."""
+    """Outbound for the contact still queued (not yet being sent), drafts included:
+    a draft approved later must find itself held too."""
     return session.scalars(
         select(Message).where(
             Message.contact_id == contact_id,
             Message.direction == Direction.OUTBOUND.value,
-            Message.status == MessageStatus.QUEUED.value,
+            Message.status.in_(WAITING),
         )
     ).all()
 

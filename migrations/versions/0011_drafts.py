@@ -1,0 +1,41 @@
+"""drafts a person approves (issue 28)
+
+- ``instances.approval``: which of the agent's messages wait for a person
+  (``first``: the opening message; ``all``: every one); NULL: none;
+- ``instances.drafts_pending``: how many of its messages wait for approval now.
+  While any does, the follow-up countdown does not run (it starts when the
+  last one is approved), so the heartbeat is read off the row, never a count
+  of messages.
+
+Drafts themselves are message rows with status ``draft`` (``rejected``,
+``edited`` once decided); the status column takes any short text, so the
+messages table needs no change.
+
+Revision ID: 0011
+Revises: 0008
+Create Date: 2026-11-25 23:30:00
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0011"
+down_revision = "0008"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("instances") as batch:
+        batch.add_column(sa.Column("approval", sa.String(8)))
+        batch.add_column(
+            sa.Column("drafts_pending", sa.Integer(), nullable=False, server_default="0")
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("instances") as batch:
+        batch.drop_column("drafts_pending")
+        batch.drop_column("approval")
