@@ -124,7 +124,7 @@ def approve(relay: Runtime, message_id: int, *, actor: str, text: str | None = N
         args = {"message_id": draft.id, "sent_as": out.id, "edited": edited}
         audit.record(session, "approve", instance.id, args, now, actor=actor)
         instance.approval = after_approval(instance.approval)
-        _one_less(instance, now)
+        _one_less(instance, out.created_at)
         return MessageView.build(out, contact_rows.address_of(session, instance.contact_id))
 
 
@@ -144,7 +144,7 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
         data = {"message_id": draft.id, "action": "rejected", "reason": why}
         events.record(session, events.Kind.DRAFT, instance.id, data, now, actor=actor)
         audit.record(session, "reject", instance.id, {"message_id": draft.id}, now, actor=actor)
-        _one_less(instance, now)
+        _one_less(instance, None)
         if instance.state == State.WAITING_FOR_REPLY.value and not instance.drafts_pending:
             transitions.apply_event(
                 session, instance, Event.DRAFT_REJECTED, now=now, actor=actor, reason=why
@@ -178,15 +178,23 @@ def _withdrawn(draft: Message) -> bool:
     return draft.status in (MessageStatus.CANCELLED.value, MessageStatus.BLOCKED.value)
 
 
-def _one_less(instance: Instance, now: datetime) -> None:
-    """One draft fewer; with none left the follow-up countdown starts now, from the
-    time it kept (in WAITING_FOR_REPLY; a paused conversation starts it on resume)."""
+def _one_less(instance: Instance, written: datetime | None) -> None:
+    """One draft fewer; with none left the follow-up countdown starts, with the time
+    it kept (in WAITING_FOR_REPLY; a paused conversation starts it on resume).
+
+    It counts from ``written``, when the message that goes out was written, as
+    for any message: delivery moves the countdown on by however long the message
+    waited before it went (:meth:`OutboxScreen.move_heartbeats`), so the contact
+    has the whole silence from the moment it reaches them. A rejection passes
+    None: nothing went out."""
     instance.drafts_pending = max(0, (instance.drafts_pending or 0) - 1)
     if instance.drafts_pending or instance.state != State.WAITING_FOR_REPLY.value:
+        return
+    if written is None:
         return
     seconds = instance.heartbeat_remaining_seconds
     if seconds is None:
         seconds = instance.heartbeat_seconds
-    instance.next_heartbeat_at = now + timedelta(seconds=seconds)
+    instance.next_heartbeat_at = written + timedelta(seconds=seconds)
     instance.heartbeat_remaining_seconds = None
     instance.version += 1
