@@ -169,6 +169,26 @@ def _approve(relay: Any, message_id: int) -> str:
         return "refused"
 
 
+def _together(
+    relay: Any, second: Any, message_id: int, iid: str, other: Callable[[Any, str], None]
+) -> str:
+    """Approve on one connection and opt out (or cancel) on another, released at once."""
+    barrier = threading.Barrier(2)
+
+    def approving() -> str:
+        barrier.wait(timeout=10)
+        return _approve(relay, message_id)
+
+    def othering() -> None:
+        barrier.wait(timeout=10)
+        other(second, iid)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        approved = pool.submit(approving)
+        pool.submit(othering).result(timeout=60)
+        return approved.result(timeout=60)
+
+
 @pytest.mark.parametrize("other", [_opt_out, _cancel], ids=["opt-out", "cancel"])
 @pytest.mark.parametrize("order", ["approve-first", "other-first", "together"])
 def test_approval_never_gets_past_an_opt_out_or_a_cancel(
@@ -194,20 +214,7 @@ def test_approval_never_gets_past_an_opt_out_or_a_cancel(
             other(second, iid)
             outcomes = [_approve(engine.relay, draft.id)]
         else:
-            barrier = threading.Barrier(2)
-
-            def approving() -> str:
-                barrier.wait(timeout=10)
-                return _approve(engine.relay, draft.id)
-
-            def othering() -> None:
-                barrier.wait(timeout=10)
-                other(second, iid)
-
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                approved = pool.submit(approving)
-                pool.submit(othering).result(timeout=60)
-                outcomes = [approved.result(timeout=60)]
+            outcomes = [_together(engine.relay, second, draft.id, iid, other)]
         if order == "other-first":
             assert outcomes == ["refused"]
         engine.tick()
