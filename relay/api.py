@@ -234,6 +234,19 @@ class Relay(service.Relay):
             ) from None
         serve(self)
 
+    def serve_mcp_http(self, host: str | None = None, port: int | None = None) -> None:
+        """Serve the MCP tools over Streamable HTTP until SIGINT/SIGTERM (``relay mcp
+        --http``): bearer token from ``[mcp] token_env``'s variable, origins checked."""
+        from relay.runner.mcp_http import serve
+
+        try:
+            import mcp  # noqa: F401  (the SDK: loaded by the server, checked here)
+        except ImportError:
+            raise ConfigError(
+                "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
+            ) from None
+        serve(self, host, port)
+
     def poll(self, channel: str) -> IngestReport:
         """Ask one channel what arrived and store it with its new position."""
         position = self.channel_position(channel)

@@ -43,6 +43,11 @@ DEFAULTS: dict[str, Any] = {
     "daemon.pulse": "1s",
     "daemon.poll": "30s",
     "daemon.batch": 500,
+    "mcp.host": "127.0.0.1",
+    "mcp.port": 8765,
+    "mcp.token_env": "RELAY_MCP_TOKEN",
+    "mcp.origins": "http://127.0.0.1:*,http://localhost:*",
+    "mcp.max_wait": "50s",
     "retention.outbox_days": 30,
     "retention.transcript_days": 0,
     # [[notify]] tables (relay.engine.notify checks their keys).
@@ -281,6 +286,13 @@ optin_keywords = "START,UNSTOP,YES"   # only from a contact who opted out
 [daemon]
 pulse = "1s"             # how often the daemon looks for due work
 poll = "30s"             # how often channels are polled for inbound messages
+
+[mcp]                    # relay mcp --http
+host = "127.0.0.1"       # loopback: only programs on this machine reach it
+port = 8765
+token_env = "RELAY_MCP_TOKEN"   # the variable holding the bearer token (never the token)
+origins = "http://127.0.0.1:*,http://localhost:*"   # browser origins accepted
+max_wait = "50s"         # the longest one `wait` call blocks; it returns `next` to go on
 
 [retention]
 outbox_days = 30         # prune delivery bookkeeping of messages sent this long ago

@@ -76,6 +76,19 @@ class DaemonSettings:
 
 
 @dataclass(frozen=True)
+class McpSettings:
+    """``[mcp]``: ``relay mcp --http``: where it listens, the environment variable
+    holding its bearer token (the token itself is never in the file), the browser
+    origins it accepts, and the longest one ``wait`` call blocks."""
+
+    host: str
+    port: int
+    token_env: str
+    origins: str
+    max_wait: timedelta
+
+
+@dataclass(frozen=True)
 class RetentionSettings:
     """``[retention]``: days after which delivery bookkeeping and ended
     conversations' transcripts are pruned (0 keeps them)."""
@@ -93,6 +106,7 @@ class Settings:
     optout: OptOutSettings
     daemon: DaemonSettings
     retention: RetentionSettings
+    mcp: McpSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...]
 
@@ -119,6 +133,11 @@ KINDS: dict[str, str | int] = {
     "daemon.pulse": "duration",
     "daemon.poll": "duration",
     "daemon.batch": 1,
+    "mcp.host": "name",
+    "mcp.port": 1,
+    "mcp.token_env": "name",
+    "mcp.origins": "text",
+    "mcp.max_wait": "duration",
     "retention.outbox_days": 0,
     "retention.transcript_days": 0,
 }
@@ -200,6 +219,13 @@ def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Set
         retention=RetentionSettings(
             outbox_days=typed["retention.outbox_days"],
             transcript_days=typed["retention.transcript_days"],
+        ),
+        mcp=McpSettings(
+            host=typed["mcp.host"],
+            port=typed["mcp.port"],
+            token_env=typed["mcp.token_env"],
+            origins=typed["mcp.origins"],
+            max_wait=typed["mcp.max_wait"],
         ),
         notify=tuple(values.get("notify") or ()),
     )

@@ -191,13 +191,33 @@ class _Progress:
             self.shown = False
 
 
-def mcp() -> None:
-    """Serve relay's verbs as MCP tools on stdin/stdout (start, status, show, transcript,
-    result, wait, send, pause, resume, cancel, events). Needs relay-outreach[mcp]."""
+def mcp(
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="Serve the Streamable HTTP transport instead of stdio; every request needs "
+            "the bearer token in the variable [mcp] token_env names (RELAY_MCP_TOKEN).",
+        ),
+    ] = False,
+    host: Annotated[
+        str | None, typer.Option(help="With --http: the address to bind (default: [mcp] host).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(help="With --http: the port (default: [mcp] port; 0: any free one)."),
+    ] = None,
+) -> None:
+    """Serve relay's verbs as MCP tools (start, status, show, transcript, result, wait,
+    send, pause, resume, cancel, events, drafts, approve, reject): on stdin/stdout, or
+    with --http over Streamable HTTP on loopback. Needs relay-outreach[mcp]."""
     relay = state.relay()
     if relay.actor is None:
         relay.actor = f"mcp:{relay.who()}"
-    relay.serve_mcp()
+    if http:
+        relay.serve_mcp_http(host, port)
+    else:
+        relay.serve_mcp()
 
 
 def register(app: typer.Typer) -> None:

@@ -122,7 +122,7 @@ def guarded(tool: F) -> F:
 def build_server(relay: Relay, *, max_wait: float | None = None) -> MCPServer:
     """The server with every tool; ``max_wait``: the longest one ``wait`` call may
     block, in seconds (None: as long as the caller asks)."""
-    server = MCPServer("relay", instructions=INSTRUCTIONS, version=__version__)
+    server = MCPServer("relay", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     _start_tool(server, relay)
     _conversation_tools(server, relay)
     _wait_tool(server, relay, max_wait)

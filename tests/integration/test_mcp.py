@@ -62,12 +62,21 @@ FAILURES = [
 ]  # fmt: skip
 
 
+def fill(args: dict[str, Any], iid: str) -> dict[str, Any]:
+    """A FAILURES call's arguments with the conversation's id put in."""
+
+    def one(value: Any) -> Any:
+        if value == ["{iid}"]:
+            return [iid]
+        return value.replace("{iid}", iid) if isinstance(value, str) else value
+
+    return {key: one(value) for key, value in args.items()}
+
+
 def check_failures(call: Any, cli: Any, iid: str) -> None:
     """Each failure: the tool's text is the CLI's stderr line, with its kind as data."""
     for tool, args, argv, kind in FAILURES:
-        filled = {k: ([iid] if v == ["{iid}"] else v.replace("{iid}", iid) if isinstance(
-            v, str) else v) for k, v in args.items()}  # fmt: skip
-        text, error = _error(call(tool, filled))
+        text, error = _error(call(tool, fill(args, iid)))
         printed = cli(*[a.replace("{iid}", iid) for a in argv])
         assert printed.exit_code == error["exit_code"], (tool, printed)
         assert text == printed.stderr.strip(), tool
@@ -80,9 +89,7 @@ def check_failures(call: Any, cli: Any, iid: str) -> None:
     assert "what works now" in text
 
 
-def test_errors_reach_the_client_with_their_meaning(
-    db_url: str, tmp_path: Path, cli: Any
-) -> None:
+def test_errors_reach_the_client_with_their_meaning(db_url: str, tmp_path: Path, cli: Any) -> None:
     (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
     iid = cli("start", PHONE, "-o", "x", "--todo", "Day?", "--defer", "--json").json()["id"]
     assert cli("pause", iid).exit_code == 0
@@ -92,9 +99,7 @@ def test_errors_reach_the_client_with_their_meaning(
         calls = [(tool, args) for tool, args, _, _ in FAILURES] + [("pause", {"instance_id": iid})]
         results = []
         for tool, args in calls:
-            filled = {k: ([iid] if v == ["{iid}"] else v.replace("{iid}", iid) if isinstance(
-                v, str) else v) for k, v in args.items()}  # fmt: skip
-            results.append(await session.call_tool(tool, filled))
+            results.append(await session.call_tool(tool, fill(args, iid)))
         return [session.server_info, results]
 
     info, results = anyio.run(_session_run, db_url, tmp_path, script, errlog)
