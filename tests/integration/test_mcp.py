@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 PHONE = "+15551230001"
 TOOLS = {
     "start", "status", "show", "transcript", "result", "wait",
-    "send", "pause", "resume", "cancel", "events",
+    "send", "pause", "resume", "cancel", "events", "drafts", "approve", "reject",
 }  # fmt: skip
 
 
@@ -190,3 +190,48 @@ def test_operator_tools_over_mcp(db_url: str, tmp_path: Path) -> None:
         "FAILED",
         "True",
     ]
+
+
+def test_drafts_over_mcp_and_the_cli(db_url: str, tmp_path: Path, cli: Any) -> None:
+    """A conversation started with approval all delivers nothing until approved; the
+    same verbs from MCP and the CLI, with their JSON shapes."""
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        args = {"contact": PHONE, "objective": "x", "todos": ["Which day?"], "approval": "all"}
+        started = _data(await session.call_tool("start", args))
+        listed = _data(await session.call_tool("drafts", {}))["drafts"]
+        bad = await session.call_tool("approve", {"message_id": 999})
+        sent = _data(await session.call_tool("approve", {"message_id": listed[0]["id"]}))
+        again = await session.call_tool("approve", {"message_id": listed[0]["id"]})
+        return {"started": started, "listed": listed, "bad": bad, "sent": sent, "again": again}
+
+    out = anyio.run(_session_run, db_url, tmp_path, script)
+    started = out["started"]
+    assert (started["first_message_status"], started["drafts_pending"]) == ("draft", 1)
+    assert started["approval"] == "all" and started["next_heartbeat_at"] is None
+    (draft,) = out["listed"]
+    assert (draft["instance_id"], draft["contact"]) == (started["id"], PHONE)
+    assert _error(out["bad"])[1]["kind"] == "not_found"
+    assert out["sent"]["status"] == "queued"
+    text, error = _error(out["again"])
+    assert error["kind"] == "refused" and "not a draft" in text
+    kinds = [json.loads(line)["data"].get("action") for line in
+             cli("events", "--json").stdout.splitlines() if '"draft"' in line]  # fmt: skip
+    assert kinds == ["written", "approved"]
+
+    # The CLI: a second conversation, rejected then approved with an edit.
+    iid = cli("start", "+15551230002", "-o", "y", "--todo", "Day?", "--approval", "all",
+              "--json").json()["id"]  # fmt: skip
+    listed = cli("drafts", "--json", "--instance", iid)
+    assert listed.exit_code == 0, listed
+    (draft,) = listed.json()
+    rejected = cli("reject", str(draft["id"]), "--reason", "too short", "--json")
+    assert rejected.exit_code == 0 and rejected.json()["status"] == "rejected"
+    assert cli("tick").exit_code == 0
+    (second,) = cli("drafts", "--json").json()
+    approved = cli("approve", str(second["id"]), "--text", "Hello! Which day?", "--json")
+    assert approved.exit_code == 0, approved
+    assert approved.json()["text"] == "Hello! Which day?"
+    assert cli("drafts").stdout.strip() == "no drafts await approval"
+    assert cli("reject", str(second["id"]), "--reason", "x").exit_code == 1
