@@ -223,29 +223,20 @@ class Relay(service.Relay):
 
         upgrade(self.store)
 
-    def serve_mcp(self) -> None:
-        """Serve the verbs as MCP tools on stdin/stdout until the client leaves
-        (``relay mcp``; needs ``relay-outreach[mcp]``)."""
+    def serve_mcp(
+        self, *, http: bool = False, host: str | None = None, port: int | None = None
+    ) -> None:
+        """Serve the verbs as MCP tools on stdin/stdout until the client leaves, or with
+        ``http`` over Streamable HTTP until SIGINT/SIGTERM, a bearer token required
+        (``relay mcp [--http]``; needs ``relay-outreach[mcp]``)."""
         try:
             from relay.engine.mcp_server import serve
+            from relay.runner import mcp_http
         except ImportError:
             raise ConfigError(
                 "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
             ) from None
-        serve(self)
-
-    def serve_mcp_http(self, host: str | None = None, port: int | None = None) -> None:
-        """Serve the MCP tools over Streamable HTTP until SIGINT/SIGTERM (``relay mcp
-        --http``): bearer token from ``[mcp] token_env``'s variable, origins checked."""
-        from relay.runner.mcp_http import serve
-
-        try:
-            import mcp  # noqa: F401  (the SDK: loaded by the server, checked here)
-        except ImportError:
-            raise ConfigError(
-                "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
-            ) from None
-        serve(self, host, port)
+        mcp_http.serve(self, host, port) if http else serve(self)
 
     def poll(self, channel: str) -> IngestReport:
         """Ask one channel what arrived and store it with its new position."""
@@ -279,7 +270,7 @@ class Relay(service.Relay):
     # -- drafts a person approves (``[agent] approval``) -----------------------------
 
     def drafts(self, instance_id: str | None = None) -> list[DraftView]:
-        """The agent's messages awaiting approval, oldest first (``relay drafts``)."""
+        """The agent's drafts awaiting approval, oldest first (``relay drafts``)."""
         from relay.engine import drafts
 
         return drafts.pending(self, instance_id)
@@ -292,8 +283,7 @@ class Relay(service.Relay):
         return drafts.approve(self, message_id, actor=self.who(), text=text)
 
     def reject(self, message_id: int, *, reason: str) -> MessageView:
-        """Discard a draft; the agent's next turn reads ``reason`` and writes a new
-        one (``relay reject``)."""
+        """Discard a draft; the next turn reads ``reason`` (``relay reject``)."""
         from relay.engine import drafts
 
         return drafts.reject(self, message_id, actor=self.who(), reason=reason)

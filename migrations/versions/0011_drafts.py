@@ -28,14 +28,15 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("instances") as batch:
-        batch.add_column(sa.Column("approval", sa.String(8)))
-        batch.add_column(
-            sa.Column("drafts_pending", sa.Integer(), nullable=False, server_default="0")
-        )
+    # Plain ALTER TABLE ... ADD/DROP COLUMN (SQLite >= 3.35 has both), never a batch
+    # copy of the table: dropping ``instances`` to copy it would cascade to every
+    # conversation's messages and todos on SQLite (as 0007 explains).
+    op.add_column("instances", sa.Column("approval", sa.String(8)))
+    op.add_column(
+        "instances", sa.Column("drafts_pending", sa.Integer(), nullable=False, server_default="0")
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("instances") as batch:
-        batch.drop_column("drafts_pending")
-        batch.drop_column("approval")
+    op.drop_column("instances", "drafts_pending")
+    op.drop_column("instances", "approval")

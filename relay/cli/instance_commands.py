@@ -101,6 +101,14 @@ TemplateVarOption = Annotated[
 CampaignOption = Annotated[
     str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
 ]
+ApprovalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--approval",
+        help="none | first | all: the agent's messages a person approves (`relay approve`) "
+        "before they go out (default: [agent] approval).",
+    ),
+]
 
 
 def start(
@@ -119,14 +127,7 @@ def start(
     campaign: CampaignOption = None,
     whatsapp_template: WhatsappTemplateOption = None,
     template_var: TemplateVarOption = None,
-    approval: Annotated[
-        str | None,
-        typer.Option(
-            "--approval",
-            help="none | first | all: the agent's messages a person approves (`relay approve`) "
-            "before they go out (default: [agent] approval).",
-        ),
-    ] = None,
+    approval: ApprovalOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.

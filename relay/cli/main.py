@@ -187,7 +187,7 @@ def _describe(exc: BaseException) -> str:
     from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, SQLAlchemyError):
-        from relay.store.failures import database_line
+        from relay.core.refusals import database_line
 
         return database_line(exc)
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -214,10 +214,7 @@ def mcp(
     relay = state.relay()
     if relay.actor is None:
         relay.actor = f"mcp:{relay.who()}"
-    if http:
-        relay.serve_mcp_http(host, port)
-    else:
-        relay.serve_mcp()
+    relay.serve_mcp(http=http, host=host, port=port)
 
 
 def register(app: typer.Typer) -> None:

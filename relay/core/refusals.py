@@ -63,6 +63,13 @@ def message_of(exc: RelayError) -> str:
     return refusal(exc) if isinstance(exc, Refused) else exc.message
 
 
+def database_line(exc: BaseException) -> str:
+    """A database failure as one line: ``database error: <the driver's first line>``
+    (no SQL, no traceback)."""
+    detail = str(getattr(exc, "orig", None) or exc).strip()
+    return f"database error: {detail.splitlines()[0] if detail else type(exc).__name__}"
+
+
 def kind_of(exc: RelayError) -> str:
     """One of :data:`KINDS` for a relay error."""
     if isinstance(exc, Conflict):

@@ -29,7 +29,7 @@ from sqlalchemy.exc import OperationalError
 from relay import __version__
 from relay.core.errors import Refused, RelayError
 from relay.core.jsonshape import versioned
-from relay.core.refusals import VERBS, commands_that_work, kind_of, message_of
+from relay.core.refusals import VERBS, commands_that_work, database_line, kind_of, message_of
 from relay.core.secrets import mask_text
 
 if TYPE_CHECKING:
@@ -79,8 +79,6 @@ def failure(exc: RelayError) -> CallToolResult:
 
 
 def _unavailable(exc: OperationalError) -> CallToolResult:
-    from relay.store.failures import database_line
-
     line = database_line(exc)
     data = {"error": {"kind": "unavailable", "message": line, "exit_code": 2}}
     return CallToolResult(

@@ -163,25 +163,20 @@ class Starting(BackendChecks):
         approval: str | None = None,
     ) -> NewConversation:
         """Check and normalise a new conversation, touching nothing (``start`` and
-        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` for a
-        structured answer, or ``{"text": ..., "answer": KIND}``; ``subject``: for
-        email (default: from the objective); ``meta``: the caller's JSON, returned
-        in every event; ``result_schema``: a JSON Schema keyed by todo id;
-        ``template_sid``/``template_variables``: the WhatsApp template for a
-        closed 24-hour window (whatsapp channels only); ``approval``: none, first or
-        all, the agent's messages a person approves before they go out (default:
-        ``[agent] approval``)."""
+        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
+        ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
+        ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
+        template for a closed 24-hour window; ``approval``: see relay.engine.drafts."""
         from relay.core.approval import parse_mode
         from relay.core.subjects import clean_subject, subject_from_objective
         from relay.engine.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
-        address = self.normalise(contact)
         objective = clean_text(objective, "objective")
         specs = todo_specs(todos)
         channel = channel or defaults.channel
         return NewConversation(
-            address=address,
+            address=self.normalise(contact),
             objective=objective,
             todos=tuple(clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
