@@ -119,6 +119,7 @@ def serve(relay: Relay, host: str | None = None, port: int | None = None) -> Non
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(128)  # before saying where: a client may connect at once
     except OSError as exc:
         sock.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
