@@ -50,6 +50,16 @@ DEFAULTS: dict[str, Any] = {
     "mcp.max_wait": "50s",
     "retention.outbox_days": 30,
     "retention.transcript_days": 0,
+    # The web console of `relay serve` (docs/console.md); off unless enabled.
+    "console.enabled": False,
+    "console.operator_token_env": "",
+    "console.readonly_token_env": "",
+    "console.session_secret_env": "",
+    "console.session_max_age": "12h",
+    "console.allow_remote": False,
+    # /metrics of `relay serve` (docs/operations.md).
+    "metrics.enabled": True,
+    "metrics.token_env": "",
     # [[notify]] tables (relay.engine.notify checks their keys).
     "notify": [],
 }

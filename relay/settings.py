@@ -98,6 +98,29 @@ class RetentionSettings:
 
 
 @dataclass(frozen=True)
+class ConsoleSettings:
+    """``[console]``: the web console under ``/ui/`` of ``relay serve`` (off unless
+    ``enabled``). Tokens and the session key are named by environment variable."""
+
+    enabled: bool
+    operator_token_env: str
+    readonly_token_env: str
+    session_secret_env: str
+    session_max_age: timedelta
+    #: Allow ``relay serve`` with the console on an address other than loopback.
+    allow_remote: bool
+
+
+@dataclass(frozen=True)
+class MetricsSettings:
+    """``[metrics]``: ``/metrics`` of ``relay serve`` (Prometheus text format)."""
+
+    enabled: bool
+    #: The environment variable holding the bearer token a scraper must send; "" = open.
+    token_env: str
+
+
+@dataclass(frozen=True)
 class Settings:
     defaults: DefaultSettings
     agent: AgentSettings
@@ -107,6 +130,8 @@ class Settings:
     daemon: DaemonSettings
     retention: RetentionSettings
     mcp: McpSettings
+    console: ConsoleSettings
+    metrics: MetricsSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...]
 
@@ -140,6 +165,14 @@ KINDS: dict[str, str | int] = {
     "mcp.max_wait": "duration",
     "retention.outbox_days": 0,
     "retention.transcript_days": 0,
+    "console.enabled": "bool",
+    "console.operator_token_env": "text",
+    "console.readonly_token_env": "text",
+    "console.session_secret_env": "text",
+    "console.session_max_age": "duration",
+    "console.allow_remote": "bool",
+    "metrics.enabled": "bool",
+    "metrics.token_env": "text",
 }
 
 
@@ -153,6 +186,13 @@ def convert(key: str, value: Any, where: str) -> Any:
         return timedelta(seconds=value)  # TOML ``timeout = 60``
     if kind is None:
         return value
+    if kind == "bool":
+        return _flag(key, value, where)
+    return _text(key, value, where, kind)
+
+
+def _text(key: str, value: Any, where: str, kind: str) -> Any:
+    """A text key's value: a name (not empty), a duration (parsed) or plain text."""
     if not isinstance(value, str):
         raise ConfigError(f"{where}: {key} must be text, not {value!r}")
     if kind == "name" and not value.strip():
@@ -177,6 +217,12 @@ def _approval(key: str, value: str, where: str) -> str:
 
 
 _PARSERS = {"duration": _duration, "seconds": _duration, "approval": _approval}
+
+
+def _flag(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
+    return value
 
 
 def _count(key: str, value: Any, where: str, least: int) -> int:
@@ -226,6 +272,17 @@ def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Set
             token_env=typed["mcp.token_env"],
             origins=typed["mcp.origins"],
             max_wait=typed["mcp.max_wait"],
+        ),
+        console=ConsoleSettings(
+            enabled=typed["console.enabled"],
+            operator_token_env=typed["console.operator_token_env"],
+            readonly_token_env=typed["console.readonly_token_env"],
+            session_secret_env=typed["console.session_secret_env"],
+            session_max_age=typed["console.session_max_age"],
+            allow_remote=typed["console.allow_remote"],
+        ),
+        metrics=MetricsSettings(
+            enabled=typed["metrics.enabled"], token_env=typed["metrics.token_env"]
         ),
         notify=tuple(values.get("notify") or ()),
     )

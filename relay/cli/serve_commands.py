@@ -28,10 +28,12 @@ def serve(
 
     Routes: POST /twilio/CHANNEL/inbound, POST /twilio/CHANNEL/status,
     POST /webhook/CHANNEL/inbound, POST /telegram/CHANNEL/webhook,
-    POST /unsubscribe/TOKEN, GET /healthz. Each request is verified, stored in
-    one transaction and answered at once; `relay daemon` does the work. Put it
-    behind a TLS reverse proxy and set each channel's public_url to the
-    address the provider calls (see docs/channels.md).
+    POST /unsubscribe/TOKEN, GET /healthz, GET /metrics (Prometheus; [metrics]),
+    and the web console under /ui/ when [console] enabled = true (it then
+    listens on loopback only; see docs/console.md). Each request is verified,
+    stored in one transaction and answered at once; `relay daemon` does the
+    work. Put it behind a TLS reverse proxy and set each channel's public_url
+    to the address the provider calls (see docs/channels.md).
     """
     from relay.api import configure_logging
 

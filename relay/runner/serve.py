@@ -15,6 +15,8 @@ Routes (providers' consoles and scripts rely on these paths):
 ``POST /telegram/<channel>/webhook``       Telegram updates (secret token header)
 ``POST /unsubscribe/<token>``              RFC 8058 one-click unsubscribe
 ``GET  /healthz``                          store reachable and schema at head
+``GET  /metrics``                          Prometheus metrics (``[metrics]``)
+``/ui/...``                                the web console (``[console]``, docs/console.md)
 ========================================  ==========================================
 """
 
@@ -123,8 +125,19 @@ def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
 
         return Route(path, call, methods=methods)
 
+    extra: list[Any] = []
+    settings = relay.config.settings
+    if settings.metrics.enabled:
+        from relay.runner.metrics import MetricsEndpoint
+
+        extra.append(Route("/metrics", MetricsEndpoint(relay).handle, methods=["GET"]))
+    if settings.console.enabled:
+        from relay.console.app import build
+
+        extra.append(build(relay))
     return Starlette(
         routes=[
+            *extra,
             route("/healthz", handlers.healthz, ["GET"]),
             route("/twilio/{channel}/inbound", handlers.twilio_inbound, ["POST"]),
             route("/twilio/{channel}/status", handlers.twilio_status, ["POST"]),
@@ -139,6 +152,7 @@ def serve(relay: Relay, host: str, port: int, *, max_body: int = MAX_BODY) -> No
     """Run until SIGINT/SIGTERM (uvicorn finishes the requests in flight)."""
     import uvicorn
 
+    check_bind(relay, host)
     app = build_app(relay, max_body=max_body)
     config = uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
@@ -150,6 +164,27 @@ def serve(relay: Relay, host: str, port: int, *, max_body: int = MAX_BODY) -> No
     log.info("relay serve listening on http://%s:%s", host, port)
     uvicorn.Server(config).run()
     log.info("relay serve stopped")
+
+
+def check_bind(relay: Relay, host: str) -> None:
+    """The console listens on loopback only unless ``[console] allow_remote``: put
+    it behind a TLS reverse proxy instead (docs/operations.md)."""
+    import ipaddress
+
+    console = relay.config.settings.console
+    if not console.enabled or console.allow_remote:
+        return
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        from relay.core.errors import ConfigError
+
+        raise ConfigError(
+            f"relay serve --host {host}: the console listens on loopback only; put it "
+            "behind a TLS reverse proxy, or set allow_remote = true in [console]"
+        )
 
 
 def twiml(message: str | None = None) -> Response:

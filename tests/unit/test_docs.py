@@ -118,6 +118,8 @@ def test_documented_defaults_match_the_code() -> None:
     for key, documented in rows.items():
         value = DEFAULTS[key]
         shown = '""' if value == "" else str(value)
+        if isinstance(value, bool):
+            shown = shown.lower()  # as written in TOML
         assert documented.strip("`") == shown, (key, documented, shown)
 
 

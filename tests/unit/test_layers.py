@@ -17,7 +17,10 @@ ALLOWED = {
     "agents": {"core"},
     "channels": {"core"},
     "engine": {"core", "store", "agents", "channels", "config"},
-    "runner": {"core", "store", "agents", "channels", "config", "engine"},
+    "runner": {"core", "store", "agents", "channels", "config", "engine", "console"},
+    # The web console relay serve mounts: pages over the API's views and the
+    # store's named reads; its settings are typed in relay.settings.
+    "console": {"core", "store", "config", "settings", "engine"},
     # The CLI parses, calls the public API, renders. Besides relay.api it may name
     # core values and errors (pure, no I/O) and the settings it builds from flags.
     "cli": {"core", "config", "api"},

@@ -1,0 +1,1 @@
+"""The web console of ``relay serve`` (``/ui/``): see :mod:`relay.console.app`."""
