@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from relay.config import load_config
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.database import Store, make_engine
 from relay.store.migrate import upgrade_url

@@ -16,13 +16,13 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from relay.engine.service import Relay
+from relay.core.states import PAUSED_STATES, SLOT_STATES, values
+from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.tables import metadata
 
-#: States that hold the contact's slot (see DESIGN.md); the clones get one contact each.
-SLOT_HOLDERS = {"CREATED", "ACTIVE", "WAITING_FOR_REPLY", "WAITING_FOR_AGENT",
-                "HEARTBEAT_SCHEDULED", "NEEDS_HUMAN_INTERVENTION"}
+#: States that hold the contact's slot (relay.core.states); the clones get one contact each.
+SLOT_HOLDERS = values(SLOT_STATES - PAUSED_STATES)
 
 
 @dataclass

@@ -122,7 +122,7 @@ def seed(bench: Any, args: argparse.Namespace) -> tuple[Any, dict[str, datetime]
     parked = datetime.now(UTC) + timedelta(days=1)
     bulk.clone(relay, template, args.due, tag="w", heartbeat_at=parked)
     if relay.store.dialect == "postgresql":
-        bulk.analyze(relay)  # autovacuum's job on a server; see docs/performance.md
+        bulk.analyze(relay)  # autovacuum's job on a server; see docs/performance-history.md
     relay.store.dispose()
     return relay, {"due_at": parked}
 

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from relay.runner.logs import configure_logging, held
 from relay.store import commit_log
 
-#: A transition's line, as ``relay.engine.transitions`` writes it.
+#: A transition's line, as ``relay.engine.conversation.transitions`` writes it.
 LINE = ("instance %s: %s -> %s (%s by %s)", "w0000001", "WAITING_FOR_REPLY",
         "HEARTBEAT_SCHEDULED", "heartbeat_fires", "heartbeat")
 

@@ -155,16 +155,16 @@ class Stages:
     """Wall-clock timers around the stages of a pulse (patched in for one round)."""
 
     TARGETS = [
-        ("heartbeat firing (fire_due)", "relay.engine.heartbeat", None, "fire_due"),
-        ("turn claims", "relay.engine.turns", "TurnRunner", "claim"),
-        ("turn contexts (bulk read)", "relay.engine.turns", None, "read_contexts"),
-        ("agent calls (scripted)", "relay.engine.turns", "TurnRunner", "_call_agent"),
-        ("turn commits (batched)", "relay.engine.turn_commit", "TurnCommitter", "commit_many"),
-        ("outbox screen (new rows)", "relay.engine.outbox", "Dispatcher", "screen_new"),
-        ("outbox confirm before send", "relay.engine.outbox", "Dispatcher", "_confirm"),
+        ("heartbeat firing (fire_due)", "relay.engine.conversation.heartbeat", None, "fire_due"),
+        ("turn claims", "relay.engine.turns.runner", "TurnRunner", "claim"),
+        ("turn contexts (bulk read)", "relay.engine.turns.runner", None, "read_contexts"),
+        ("agent calls (scripted)", "relay.engine.turns.runner", "TurnRunner", "_call_agent"),
+        ("turn commits (batched)", "relay.engine.turns.commit", "TurnCommitter", "commit_many"),
+        ("outbox screen (new rows)", "relay.engine.outbox.dispatcher", "Dispatcher", "screen_new"),
+        ("outbox confirm before send", "relay.engine.outbox.dispatcher", "Dispatcher", "_confirm"),
         ("channel send (console, all)", "relay.channels.console", "ConsoleChannel", "_send_many"),
         ("  of which os.fsync", "relay.channels.console", "os", "fsync"),
-        ("outbox record as sent", "relay.engine.outbox", "Dispatcher", "_sent"),
+        ("outbox record as sent", "relay.engine.outbox.dispatcher", "Dispatcher", "_sent"),
     ]
 
     def __enter__(self) -> Stages:

@@ -40,16 +40,9 @@ from relay.core.errors import (
     SchemaOutOfDate,
     Undeliverable,
 )
-from relay.engine import service
-from relay.engine.report_views import (
-    ContactRow,
-    EventView,
-    InboxItem,
-    ResultView,
-    StatsView,
-    WatchRow,
-)
-from relay.engine.views import (
+from relay.engine.verbs import service
+from relay.engine.views.events import EventView
+from relay.engine.views.instances import (
     ContactView,
     DaemonView,
     InstanceView,
@@ -57,15 +50,16 @@ from relay.engine.views import (
     StatusView,
     TransitionView,
 )
-from relay.store.database import open_store
+from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
+from relay.store.opening import open_store
 
 if TYPE_CHECKING:
-    from relay.engine.campaigns import ImportReport
-    from relay.engine.chat_links import ChatLink
-    from relay.engine.doctor import Finding
-    from relay.engine.drafts import DraftView
-    from relay.engine.inbound import IngestReport
-    from relay.engine.program import parse_meta
+    from relay.engine.contacts.chat_links import ChatLink
+    from relay.engine.inbound.ingest import IngestReport
+    from relay.engine.verbs.campaigns import ImportReport
+    from relay.engine.verbs.doctor import Finding
+    from relay.engine.verbs.drafts import DraftView
+    from relay.engine.verbs.program import parse_meta
     from relay.runner.demo import DemoResult
     from relay.runner.logs import configure_logging
     from relay.runner.pulse import PulseReport
@@ -116,11 +110,11 @@ __all__ = [
 #: Names loaded on first use: most commands never import a CSV, parse --meta, link
 #: a chat or configure the daemon's logging.
 _LAZY = {
-    "ChatLink": "relay.engine.chat_links",
-    "DraftView": "relay.engine.drafts",
-    "ImportReport": "relay.engine.campaigns",
+    "ChatLink": "relay.engine.contacts.chat_links",
+    "DraftView": "relay.engine.verbs.drafts",
+    "ImportReport": "relay.engine.verbs.campaigns",
     "configure_logging": "relay.runner.logs",
-    "parse_meta": "relay.engine.program",
+    "parse_meta": "relay.engine.verbs.program",
 }
 
 
@@ -196,9 +190,9 @@ class Relay(service.Relay):
         """Try to deliver one queued message now, after what of its conversation is
         due before it (a conversation's messages go in order); it stays queued if it
         cannot go."""
-        from relay.engine import operations
         from relay.engine.backends import Channels
-        from relay.engine.outbox import Dispatcher
+        from relay.engine.outbox.dispatcher import Dispatcher
+        from relay.engine.verbs import operations
 
         batch = self.config.settings.daemon.batch
         Dispatcher(self, Channels(self)).deliver_due(batch, message_id=message_id)
@@ -207,13 +201,13 @@ class Relay(service.Relay):
 
     def check(self) -> list[Finding]:
         """Broken invariants and backends that cannot work (``relay doctor``)."""
-        from relay.engine.doctor import examine
+        from relay.engine.verbs.doctor import examine
 
         return examine(self)
 
     def repair(self) -> list[Finding]:
         """Fix what can be fixed safely (``relay doctor --repair``)."""
-        from relay.engine.doctor import repair
+        from relay.engine.verbs.doctor import repair
 
         return repair(self)
 
@@ -230,7 +224,7 @@ class Relay(service.Relay):
         ``http`` over Streamable HTTP until SIGINT/SIGTERM, a bearer token required
         (``relay mcp [--http]``; needs ``relay-outreach[mcp]``)."""
         try:
-            from relay.engine.mcp_server import serve
+            from relay.engine.verbs.mcp_server import serve
             from relay.runner import mcp_http
         except ImportError:
             raise ConfigError(
@@ -249,7 +243,7 @@ class Relay(service.Relay):
     def notices(self) -> list[Finding]:
         """What breaks no rule but a person should look at: late replies, inbound
         from no usable address (``relay doctor`` prints them as warnings)."""
-        from relay.engine.doctor import notices
+        from relay.engine.verbs.doctor import notices
 
         return notices(self)
 
@@ -257,7 +251,7 @@ class Relay(service.Relay):
         """Be the daemon in this process until SIGTERM/SIGINT (``relay daemon``):
         holds the PID file under the data directory and, on SQLite, the database's
         daemon lock, so a second daemon here is refused."""
-        from relay.runner.process import run_daemon
+        from relay.runner.foreground import run_daemon
 
         run_daemon(self)
 
@@ -271,20 +265,20 @@ class Relay(service.Relay):
 
     def drafts(self, instance_id: str | None = None) -> list[DraftView]:
         """The agent's drafts awaiting approval, oldest first (``relay drafts``)."""
-        from relay.engine import drafts
+        from relay.engine.verbs import drafts
 
         return drafts.pending(self, instance_id)
 
     def approve(self, message_id: int, *, text: str | None = None) -> MessageView:
         """Send a draft, or ``text`` in its place (the edit is recorded); the message
         that goes out, queued: the delivery gate still decides (``relay approve``)."""
-        from relay.engine import drafts
+        from relay.engine.verbs import drafts
 
         return drafts.approve(self, message_id, actor=self.who(), text=text)
 
     def reject(self, message_id: int, *, reason: str) -> MessageView:
         """Discard a draft; the next turn reads ``reason`` (``relay reject``)."""
-        from relay.engine import drafts
+        from relay.engine.verbs import drafts
 
         return drafts.reject(self, message_id, actor=self.who(), reason=reason)
 

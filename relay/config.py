@@ -3,7 +3,8 @@
 Values are kept flat under dotted keys (``database.url``) with the layer each
 came from, so ``relay config show`` can say where every value was set.
 Secrets are never stored in the file: sections name the environment variable
-that holds them (``api_key_env = "OPENAI_API_KEY"``).
+that holds them (``api_key_env = "OPENAI_API_KEY"``). Relay's own keys (their
+defaults, types and checks) are declared once, in :mod:`relay.settings`.
 """
 
 from __future__ import annotations
@@ -18,52 +19,23 @@ from typing import Any
 
 from relay.core.errors import ConfigError
 from relay.core.secrets import is_secret_key
-from relay.settings import Settings, build_settings, convert
+from relay.settings import (
+    BOOL,
+    DEFAULTS,
+    KEYS,
+    KINDS,
+    TABLES,
+    Declared,
+    Settings,
+    build_settings,
+    convert,
+)
+
+#: Re-exported for the CLI, which reads the configuration through this module only.
+__all__ = ["DEFAULTS", "KEYS", "TABLES", "Config", "Declared", "env_name", "load_config"]
 
 CONFIG_NAME = "relay.toml"
 DATA_DIR = ".relay"
-
-DEFAULTS: dict[str, Any] = {
-    "database.url": "",
-    "defaults.heartbeat": "30m",
-    "defaults.max_followups": 5,
-    "defaults.channel": "console",
-    "defaults.region": "US",
-    "defaults.timezone": "UTC",
-    "defaults.window": "",
-    "agent.backend": "scripted",
-    "agent.timeout": "60s",
-    "agent.transcript_window": 50,
-    "agent.approval": "none",
-    "turns.lease": "5m",
-    "outbox.max_attempts": 5,
-    "outbox.backoff": "30s",
-    "optout.keywords": "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT",
-    "optout.optin_keywords": "START,UNSTOP,YES",
-    "daemon.pulse": "1s",
-    "daemon.poll": "30s",
-    "daemon.batch": 500,
-    "mcp.host": "127.0.0.1",
-    "mcp.port": 8765,
-    "mcp.token_env": "RELAY_MCP_TOKEN",
-    "mcp.origins": "http://127.0.0.1:*,http://localhost:*",
-    "mcp.max_wait": "50s",
-    "retention.outbox_days": 30,
-    "retention.transcript_days": 0,
-    # The web console of `relay serve` (docs/console.md); off unless enabled.
-    "console.enabled": False,
-    "console.operator_token_env": "",
-    "console.readonly_token_env": "",
-    "console.session_secret_env": "",
-    "console.session_max_age": "12h",
-    "console.allow_remote": False,
-    # /metrics of `relay serve` (docs/operations.md).
-    "metrics.enabled": True,
-    "metrics.token_env": "",
-    # [[notify]] tables (relay.engine.notify checks their keys).
-    "notify": [],
-}
-
 
 #: Sections whose sub-tables belong to a backend (``[channels.email]``,
 #: ``[agent.command]``): their keys are the backend's to check, not ours.
@@ -87,10 +59,9 @@ def env_name(key: str) -> str:
 
 
 def _coerce(key: str, raw: str) -> Any:
-    default = DEFAULTS.get(key)
-    if isinstance(default, bool):
+    if KINDS.get(key) == BOOL:
         return raw.strip().lower() in {"1", "true", "yes", "on"}
-    if isinstance(default, int):
+    if isinstance(KINDS.get(key), int):
         try:
             return int(raw)
         except ValueError:
@@ -119,17 +90,10 @@ def check_key(key: str, where: str) -> None:
     raise ConfigError(f"{where}: unknown setting {key}{hint}")
 
 
-def _check_tables(key: str, value: Any, where: str) -> None:
-    if not isinstance(value, list):
-        raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
-
-
 def check_value(key: str, value: Any, where: str) -> None:
     """A known key's value must have its type (and a duration must parse) at load time,
     so the error names the key and where it was set, not a later int() failure."""
-    if isinstance(DEFAULTS.get(key), list):
-        _check_tables(key, value, where)
-    elif key in DEFAULTS:
+    if key in DEFAULTS:
         convert(key, value, where)
 
 

@@ -1,91 +1,179 @@
-"""Typed settings: relay's own configuration keys as frozen values, built once when
-the configuration is loaded (:func:`relay.config.load_config`).
+"""Relay's own configuration keys, each declared once: its name (section and
+field), type, default, how a value is checked, and its help text. The built-in
+defaults (:data:`DEFAULTS`), the kinds (:data:`KINDS`), the typed settings and
+the table "Every setting" of docs/configuration.md are all derived from these
+declarations (``python -m relay.cli.config_reference`` rewrites that table; a test
+fails when it drifts).
 
-A bad value is found then, named by its key and where it was set (the file, a
-``RELAY_*`` variable, a flag), instead of as "invalid literal for int()" deep in
-a pulse; and no call site carries its own fallback. Backend sections
-(``[channels.NAME]``, ``[agent.NAME]``) stay free-form mappings: each backend
-checks its own keys (:meth:`relay.config.Config.section`).
+The typed settings are frozen values built once when the configuration is
+loaded (:func:`relay.config.load_config`). A bad value is found then, named by
+its key and where it was set (the file, a ``RELAY_*`` variable, a flag),
+instead of as "invalid literal for int()" deep in a pulse; and no call site
+carries its own fallback. Backend sections (``[channels.NAME]``,
+``[agent.NAME]``) stay free-form mappings: each backend checks its own keys
+(:meth:`relay.config.Config.section`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
 from typing import Any
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput
 
+#: How a key's value is read. A whole number is a count at least that large.
+TEXT = "text"  # any text
+NAME = "name"  # text that must not be empty
+OPTIONAL = "optional"  # text; empty means None (not set)
+DURATION = "duration"  # "90s", "30m", "1h30m", or a bare number of seconds as text
+SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``)
+TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
+BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
+APPROVAL = "approval"  # none, first or all (relay.core.approval)
+
+Kind = str | int
+
+
+def key(default: Any, kind: Kind, help: str) -> Any:
+    """Declare a key as a field of its section: its default, kind and help text.
+
+    The field itself has no default (a :class:`Settings` is only ever built from
+    a whole configuration); the declared default is what :data:`DEFAULTS` holds.
+    """
+    return field(metadata={"default": default, "kind": kind, "help": help})
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """``[database]``: where the instance store is."""
+
+    url: str = key(
+        "", TEXT,
+        "SQLAlchemy URL of the instance store; empty means `.relay/relay.db` (SQLite) next to "
+        "the config",
+    )  # fmt: skip
+
 
 @dataclass(frozen=True)
 class DefaultSettings:
     """``[defaults]``: what a new conversation gets unless told otherwise."""
 
-    heartbeat: timedelta
-    max_followups: int
-    channel: str
-    region: str
-    timezone: str
+    heartbeat: timedelta = key(
+        "30m", DURATION,
+        "silence before a follow-up, for new conversations (`90s`, `30m`, `2h`, `1d`, `1h30m`); "
+        "`relay start --heartbeat` overrides it",
+    )  # fmt: skip
+    max_followups: int = key(
+        5, 0,
+        "follow-ups per conversation before the next heartbeat abandons it; "
+        "`relay start --max-followups` overrides it",
+    )  # fmt: skip
+    channel: str = key(
+        "console", NAME,
+        "channel for new conversations; a name from `[channels.NAME]` or a built-in type "
+        "(see [channels](channels.md))",
+    )  # fmt: skip
+    region: str = key(
+        "US", NAME,
+        "region for phone numbers written without `+country` (`555 123 0001` becomes "
+        "`+15551230001`)",
+    )  # fmt: skip
+    timezone: str = key(
+        "UTC", NAME,
+        "contacts' time zone (IANA name) for sending windows, unless set per contact with "
+        "`relay contact`",
+    )  # fmt: skip
     #: The sending window for proactive messages; None: any time.
-    window: str | None
+    window: str | None = key(
+        "", OPTIONAL,
+        "when proactive messages (first messages, follow-ups) may go out, in the contact's "
+        "time zone, such as `mon-fri 09:00-18:00`; empty means any time",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     """``[agent]``: the backend, its turn timeout, and how much transcript it sees."""
 
-    backend: str
-    timeout: timedelta
-    transcript_window: int
-    #: Which of the agent's messages a person approves first: none, first or all.
-    approval: str = "none"
+    backend: str = key(
+        "scripted", NAME,
+        "agent for new conversations: `scripted`, `command`, `openai`, or a plugin "
+        "(see [agents](agents.md))",
+    )  # fmt: skip
+    timeout: timedelta = key("60s", SECONDS, "how long one agent turn may take")
+    transcript_window: int = key(50, 1, "how many recent transcript messages a turn sees")
+    approval: str = key(
+        "none", APPROVAL,
+        "which of the agent's messages a person approves before they go out: `none`, `first` "
+        "(every message until one is approved: the opening one), `all`; `relay start "
+        "--approval` overrides it (see [Drafts](programs.md#drafts-a-person-approves))",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class TurnSettings:
     """``[turns]``: how long a claimed turn is leased to one worker."""
 
-    lease: timedelta
+    lease: timedelta = key(
+        "5m", DURATION,
+        "how long a claimed turn is reserved for the process running it; after that another "
+        "process may take it over",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class OutboxSettings:
     """``[outbox]``: delivery attempts and the first retry delay (doubling)."""
 
-    max_attempts: int
-    backoff: timedelta
+    max_attempts: int = key(
+        5, 1,
+        "delivery attempts for one outbound message; after the last failed attempt (or at once "
+        "on a permanent error) the message is `failed` and the conversation goes to "
+        "NEEDS_HUMAN_INTERVENTION",
+    )  # fmt: skip
+    backoff: timedelta = key(
+        "30s", DURATION,
+        "delay before the first retry of a failed delivery; it doubles with each attempt",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class OptOutSettings:
     """``[optout]``: comma-separated words that opt a contact out, and back in."""
 
-    keywords: str
-    optin_keywords: str
+    keywords: str = key(
+        "STOP,STOPALL,UNSUBSCRIBE,END,QUIT,CANCEL,REVOKE,OPTOUT", TEXT,
+        "comma-separated words that opt a contact out when one stands as a clause of its own, "
+        'alone or with politeness and object words around it ("STOP", "Stop. Thank you", '
+        '"please stop", "stop texting me"); inside a sentence about something else it does not '
+        'count ("End of May works", "Cancel the delivery")',
+    )  # fmt: skip
+    optin_keywords: str = key(
+        "START,UNSTOP,YES", TEXT,
+        "words that opt a contact back in (the carriers' opt-in keywords); they count only from "
+        "a contact who has opted out",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class DaemonSettings:
     """``[daemon]``: how often it pulses and polls, and how much one pulse claims."""
 
-    pulse: timedelta
-    poll: timedelta
-    batch: int
-
-
-@dataclass(frozen=True)
-class McpSettings:
-    """``[mcp]``: ``relay mcp --http``: where it listens, the environment variable
-    holding its bearer token (the token itself is never in the file), the browser
-    origins it accepts, and the longest one ``wait`` call blocks."""
-
-    host: str
-    port: int
-    token_env: str
-    origins: str
-    max_wait: timedelta
+    pulse: timedelta = key(
+        "1s", DURATION, "how often the daemon claims due work (turns, heartbeats, deliveries)"
+    )
+    poll: timedelta = key(
+        "30s", DURATION, "how often the daemon polls channels for inbound messages"
+    )
+    batch: int = key(
+        500, 1,
+        "the most items of each kind (snoozes, heartbeats, turns, deliveries) that one pulse "
+        "takes on",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,8 +181,16 @@ class RetentionSettings:
     """``[retention]``: days after which delivery bookkeeping and ended
     conversations' transcripts are pruned (0 keeps them)."""
 
-    outbox_days: int
-    transcript_days: int
+    outbox_days: int = key(
+        30, 0,
+        "clear the delivery bookkeeping (idempotency keys, errors) of messages sent longer ago "
+        "than this, and the rows of daemons that last pulsed longer ago; `0` keeps it",
+    )  # fmt: skip
+    transcript_days: int = key(
+        0, 0,
+        "delete transcripts of conversations that ended longer ago than this; `0` keeps them "
+        "forever (the history stays either way)",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,26 +198,77 @@ class ConsoleSettings:
     """``[console]``: the web console under ``/ui/`` of ``relay serve`` (off unless
     ``enabled``). Tokens and the session key are named by environment variable."""
 
-    enabled: bool
-    operator_token_env: str
-    readonly_token_env: str
-    session_secret_env: str
-    session_max_age: timedelta
+    enabled: bool = key(
+        False, BOOL,
+        "serve the web console under `/ui/` of `relay serve` (see [the web console](console.md))",
+    )  # fmt: skip
+    operator_token_env: str = key(
+        "", TEXT,
+        "the variable holding the operator's token or password hash "
+        "(`python -m relay.console.passwords`)",
+    )  # fmt: skip
+    readonly_token_env: str = key("", TEXT, "the same for read-only users")
+    session_secret_env: str = key(
+        "", TEXT,
+        "the variable holding the key that signs session cookies; empty: a random key per "
+        "process",
+    )  # fmt: skip
+    session_max_age: timedelta = key("12h", DURATION, "how long a console session lasts")
     #: Allow ``relay serve`` with the console on an address other than loopback.
-    allow_remote: bool
+    allow_remote: bool = key(
+        False, BOOL,
+        "allow the console on a non-loopback `relay serve --host` (otherwise refused: put a "
+        "TLS proxy in front)",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class MetricsSettings:
     """``[metrics]``: ``/metrics`` of ``relay serve`` (Prometheus text format)."""
 
-    enabled: bool
+    enabled: bool = key(
+        True, BOOL,
+        "serve `GET /metrics` (Prometheus text) from `relay serve` (see "
+        "[operations](operations.md#metrics-prometheus))",
+    )  # fmt: skip
     #: The environment variable holding the bearer token a scraper must send; "" = open.
-    token_env: str
+    token_env: str = key(
+        "", TEXT,
+        "the variable holding the bearer token a scraper must send; empty: `/metrics` is open",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """``[mcp]``: ``relay mcp --http``: where it listens, the variable holding its bearer
+    token (never the token), the browser origins it accepts, the longest ``wait``."""
+
+    host: str = key(
+        "127.0.0.1", NAME, "where `relay mcp --http` listens (loopback: only this machine)"
+    )
+    port: int = key(8765, 1, "its port (`--port 0`: any free one, printed on stderr)")
+    token_env: str = key(
+        "RELAY_MCP_TOKEN", NAME,
+        "the environment variable that holds the bearer token every request must carry; the "
+        "token is never stored in the file, and without it the server does not start",
+    )  # fmt: skip
+    origins: str = key(
+        "http://127.0.0.1:*,http://localhost:*", TEXT,
+        "comma-separated browser origins accepted (`:*` any port); a request with any other "
+        "`Origin` header is refused (403)",
+    )  # fmt: skip
+    max_wait: timedelta = key(
+        "50s", DURATION,
+        "the longest one MCP `wait` call blocks over HTTP; then it answers with `next`, the "
+        "arguments that carry on",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Settings:
+    """Relay's own keys, typed: a field per section, plus the ``[[notify]]`` tables."""
+
+    database: DatabaseSettings
     defaults: DefaultSettings
     agent: AgentSettings
     turns: TurnSettings
@@ -132,48 +279,49 @@ class Settings:
     mcp: McpSettings
     console: ConsoleSettings
     metrics: MetricsSettings
-    #: The ``[[notify]]`` tables, as written (relay.engine.notify checks their keys).
-    notify: tuple[Mapping[str, Any], ...]
+    #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
+    notify: tuple[Mapping[str, Any], ...] = key(
+        [], TABLES,
+        "`[[notify]]` tables: a webhook `url` or a `command` told of chosen `events` "
+        "(needs_human, done, reply, failed, draft); see "
+        "[Driving relay from a program](programs.md#notifications-notify)",
+    )  # fmt: skip
 
 
-#: How each of relay's own keys is read: text, a duration, or a whole number at
-#: least this large. Keys not listed (backend sections, ``notify``) are not typed here.
-KINDS: dict[str, str | int] = {
-    "database.url": "text",
-    "defaults.heartbeat": "duration",
-    "defaults.max_followups": 0,
-    "defaults.channel": "name",
-    "defaults.region": "name",
-    "defaults.timezone": "name",
-    "defaults.window": "text",
-    "agent.backend": "name",
-    "agent.timeout": "seconds",
-    "agent.transcript_window": 1,
-    "agent.approval": "approval",
-    "turns.lease": "duration",
-    "outbox.max_attempts": 1,
-    "outbox.backoff": "duration",
-    "optout.keywords": "text",
-    "optout.optin_keywords": "text",
-    "daemon.pulse": "duration",
-    "daemon.poll": "duration",
-    "daemon.batch": 1,
-    "mcp.host": "name",
-    "mcp.port": 1,
-    "mcp.token_env": "name",
-    "mcp.origins": "text",
-    "mcp.max_wait": "duration",
-    "retention.outbox_days": 0,
-    "retention.transcript_days": 0,
-    "console.enabled": "bool",
-    "console.operator_token_env": "text",
-    "console.readonly_token_env": "text",
-    "console.session_secret_env": "text",
-    "console.session_max_age": "duration",
-    "console.allow_remote": "bool",
-    "metrics.enabled": "bool",
-    "metrics.token_env": "text",
-}
+@dataclass(frozen=True)
+class Declared:
+    """One key as declared: what :data:`DEFAULTS`, :data:`KINDS` and the docs read."""
+
+    name: str
+    default: Any
+    kind: Kind
+    help: str
+
+
+def _sections() -> Iterator[tuple[str, type | None]]:
+    """Each field of :class:`Settings`: its name and, for a section, its class."""
+    hints = typing.get_type_hints(Settings)
+    for item in fields(Settings):
+        kind = hints[item.name]
+        yield item.name, kind if is_dataclass(kind) and isinstance(kind, type) else None
+
+
+def _declared() -> Iterator[Declared]:
+    for name, section in _sections():
+        owner, prefix = (section, f"{name}.") if section is not None else (Settings, "")
+        for item in fields(owner):
+            if section is None and item.name != name:
+                continue
+            meta = item.metadata
+            yield Declared(prefix + item.name, meta["default"], meta["kind"], meta["help"])
+
+
+#: Every key relay knows, in the order of :class:`Settings`.
+KEYS: tuple[Declared, ...] = tuple(_declared())
+#: The built-in defaults of every key (the first layer of the configuration).
+DEFAULTS: dict[str, Any] = {k.name: k.default for k in KEYS}
+#: How each key is read: a kind above, or a whole number at least this large.
+KINDS: dict[str, Kind] = {k.name: k.kind for k in KEYS}
 
 
 def convert(key: str, value: Any, where: str) -> Any:
@@ -182,41 +330,38 @@ def convert(key: str, value: Any, where: str) -> Any:
     kind = KINDS.get(key)
     if isinstance(kind, int):
         return _count(key, value, where, kind)
-    if kind == "seconds" and isinstance(value, int | float) and not isinstance(value, bool):
+    if kind == SECONDS and isinstance(value, int | float) and not isinstance(value, bool):
         return timedelta(seconds=value)  # TOML ``timeout = 60``
     if kind is None:
         return value
-    if kind == "bool":
+    if kind == BOOL:
         return _flag(key, value, where)
+    if kind == TABLES:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
+        return tuple(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
     return _text(key, value, where, kind)
 
 
-def _text(key: str, value: Any, where: str, kind: str) -> Any:
-    """A text key's value: a name (not empty), a duration (parsed) or plain text."""
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
-    if kind == "name" and not value.strip():
+def _text(key: str, value: str, where: str, kind: str) -> Any:
+    if kind == NAME and not value.strip():
         raise ConfigError(f"{where}: {key} must not be empty")
-    parse = _PARSERS.get(kind)
-    return value if parse is None else parse(key, value, where)
+    if kind == OPTIONAL:
+        return value.strip() or None
+    if kind == APPROVAL:
+        from relay.core.approval import MODES
 
-
-def _duration(key: str, value: str, where: str) -> timedelta:
-    try:
-        return parse_duration(value)
-    except InvalidInput as exc:
-        raise ConfigError(f"{where}: {key}: {exc.message}") from None
-
-
-def _approval(key: str, value: str, where: str) -> str:
-    from relay.core.approval import MODES
-
-    if value.strip().lower() not in MODES:
-        raise ConfigError(f"{where}: {key} must be one of {', '.join(MODES)}, not {value!r}")
-    return value.strip().lower()
-
-
-_PARSERS = {"duration": _duration, "seconds": _duration, "approval": _approval}
+        if value.strip().lower() not in MODES:
+            raise ConfigError(f"{where}: {key} must be one of {', '.join(MODES)}, not {value!r}")
+        return value.strip().lower()
+    if kind in (DURATION, SECONDS):
+        try:
+            return parse_duration(value)
+        except InvalidInput as exc:
+            raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value
 
 
 def _flag(key: str, value: Any, where: str) -> bool:
@@ -236,53 +381,15 @@ def _count(key: str, value: Any, where: str, least: int) -> int:
 
 def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Settings:
     """The typed settings of flat ``values``; ``sources`` says where each was set."""
-    typed = {key: convert(key, values[key], sources.get(key, "default")) for key in KINDS}
-    return Settings(
-        defaults=DefaultSettings(
-            heartbeat=typed["defaults.heartbeat"],
-            max_followups=typed["defaults.max_followups"],
-            channel=typed["defaults.channel"],
-            region=typed["defaults.region"],
-            timezone=typed["defaults.timezone"],
-            window=typed["defaults.window"].strip() or None,
-        ),
-        agent=AgentSettings(
-            backend=typed["agent.backend"],
-            timeout=typed["agent.timeout"],
-            transcript_window=typed["agent.transcript_window"],
-            approval=typed["agent.approval"],
-        ),
-        turns=TurnSettings(lease=typed["turns.lease"]),
-        outbox=OutboxSettings(
-            max_attempts=typed["outbox.max_attempts"], backoff=typed["outbox.backoff"]
-        ),
-        optout=OptOutSettings(
-            keywords=typed["optout.keywords"], optin_keywords=typed["optout.optin_keywords"]
-        ),
-        daemon=DaemonSettings(
-            pulse=typed["daemon.pulse"], poll=typed["daemon.poll"], batch=typed["daemon.batch"]
-        ),
-        retention=RetentionSettings(
-            outbox_days=typed["retention.outbox_days"],
-            transcript_days=typed["retention.transcript_days"],
-        ),
-        mcp=McpSettings(
-            host=typed["mcp.host"],
-            port=typed["mcp.port"],
-            token_env=typed["mcp.token_env"],
-            origins=typed["mcp.origins"],
-            max_wait=typed["mcp.max_wait"],
-        ),
-        console=ConsoleSettings(
-            enabled=typed["console.enabled"],
-            operator_token_env=typed["console.operator_token_env"],
-            readonly_token_env=typed["console.readonly_token_env"],
-            session_secret_env=typed["console.session_secret_env"],
-            session_max_age=typed["console.session_max_age"],
-            allow_remote=typed["console.allow_remote"],
-        ),
-        metrics=MetricsSettings(
-            enabled=typed["metrics.enabled"], token_env=typed["metrics.token_env"]
-        ),
-        notify=tuple(values.get("notify") or ()),
-    )
+
+    def typed(name: str) -> Any:
+        value = values.get(name, DEFAULTS[name])
+        return convert(name, value, sources.get(name, "default"))
+
+    parts: dict[str, Any] = {}
+    for name, section in _sections():
+        if section is None:
+            parts[name] = typed(name)
+        else:
+            parts[name] = section(**{f.name: typed(f"{name}.{f.name}") for f in fields(section)})
+    return Settings(**parts)

@@ -338,7 +338,7 @@ def clock(relay_clock: Any) -> Any:
 def make_relay() -> Iterator[Callable[..., Any]]:
     """``make_relay(db_url, clock=None, **config_overrides)`` -> a Relay on a new engine."""
     from relay.config import load_config
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
     from relay.store.database import Store, make_engine
 
     stores: list[Any] = []
@@ -363,7 +363,7 @@ def relay_api(make_relay: Callable[..., Any], db_url: str, clock: Any) -> Any:
 def drive() -> Callable[..., str]:
     """Apply events to one instance in one transaction; returns the final state."""
     from relay.core.states import Event
-    from relay.engine import transitions
+    from relay.engine.conversation import transitions
     from relay.store import queries
 
     def apply(relay: Any, instance_id: str, *events: Event | str, actor: str = "test") -> str:

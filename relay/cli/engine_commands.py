@@ -10,6 +10,7 @@ import typer
 
 from relay.cli import render
 from relay.cli.session import JsonOption, state
+from relay.core.states import SUCCEEDED, values
 
 
 def tick(
@@ -94,7 +95,7 @@ def demo(json_out: JsonOption = False) -> None:
                 for t in result.result.todos
             ),
         )
-    if result.instance.state != "COMPLETED":
+    if result.instance.state not in values(SUCCEEDED):
         raise typer.Exit(1)
 
 

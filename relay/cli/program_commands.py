@@ -11,6 +11,7 @@ import typer
 
 from relay.cli import render
 from relay.cli.session import JsonOption, state
+from relay.core.states import SUCCEEDED, values
 
 if TYPE_CHECKING:
     from relay.api import EventView, ResultView
@@ -61,7 +62,7 @@ def _print_result(view: ResultView) -> None:
             for t in view.todos
         ),
     )
-    if view.missing_answers and view.state == "COMPLETED":
+    if view.missing_answers and view.state in values(SUCCEEDED):
         missing = ", ".join(str(i) for i in view.missing_answers)
         render.warn(f"completed without the answers of required todo(s) {missing}")
     for error in view.schema_errors:

@@ -24,6 +24,8 @@ from rich.text import Text
 from relay.core.clock import isoformat
 from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
+from relay.core.states import FAMILIES as STATE_FAMILIES
+from relay.core.states import values
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -104,11 +106,14 @@ def ago(value: datetime | None, now: datetime | None = None) -> str:
 
 #: State families, each with its colour (``NO_COLOR`` turns colour off).
 FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
-    "live": ("green", frozenset({"CREATED", "ACTIVE", "WAITING_FOR_AGENT"})),
-    "waiting": ("cyan", frozenset({"QUEUED", "WAITING_FOR_REPLY", "HEARTBEAT_SCHEDULED"})),
-    "needs you": ("bold magenta", frozenset({"NEEDS_HUMAN_INTERVENTION", "PAUSED"})),
-    "done": ("blue", frozenset({"COMPLETED", "ABANDONED"})),
-    "failed": ("bold red", frozenset({"FAILED"})),
+    name: (colour, values(STATE_FAMILIES[name]))
+    for name, colour in (
+        ("live", "green"),
+        ("waiting", "cyan"),
+        ("needs you", "bold magenta"),
+        ("done", "blue"),
+        ("failed", "bold red"),
+    )
 }
 
 

@@ -24,6 +24,7 @@ from rich.text import Text
 from relay.cli import render
 from relay.cli.session import state
 from relay.core.durations import parse_duration
+from relay.core.states import NEEDS_PERSON, values
 
 if TYPE_CHECKING:
     from relay.api import WatchRow
@@ -99,7 +100,7 @@ def _age(moment: datetime | None, now: datetime, *, ahead: bool = False) -> str:
 
 
 def _title(rows: list[WatchRow], now: datetime) -> str:
-    waiting = sum(r.state == "NEEDS_HUMAN_INTERVENTION" for r in rows)
+    waiting = sum(r.state in values(NEEDS_PERSON) for r in rows)
     stamp = render.when(now)
     return f"relay watch · {len(rows)} conversation(s) · {waiting} need you · {stamp} · q quits"
 

@@ -36,10 +36,10 @@ from starlette.staticfiles import StaticFiles
 
 from relay.console import auth, pages
 from relay.core.errors import InvalidInput, NotFound, RelayError
-from relay.core.states import State
+from relay.core.states import NEEDS_PERSON_STATE
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.console")
 
@@ -164,9 +164,7 @@ class Console:
 
     async def needs_person(self, request: Request) -> Response:
         page = request.query_params.get("page") or "1"
-        query = pages.parse_query(
-            {"sort": "oldest", "page": page}, [State.NEEDS_HUMAN_INTERVENTION.value]
-        )
+        query = pages.parse_query({"sort": "oldest", "page": page}, [NEEDS_PERSON_STATE.value])
         context = await run_in_threadpool(pages.conversations, self.relay, query)
         return self.render(
             request, "needs.html", cursor=await self._cursor(),

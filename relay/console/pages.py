@@ -13,12 +13,22 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput, RelayError
-from relay.core.states import State
+from relay.core.states import (
+    HEARTBEAT_STATES,
+    NEEDS_PERSON,
+    PAUSED_STATES,
+    QUEUED_STATES,
+    TRANSITIONS,
+    TURN_REASONS,
+    Event,
+    State,
+    TurnReason,
+)
 from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 PAGE_SIZE = 50
 #: The funnel's bars on the Campaigns page, in order (``relay stats``' names).
@@ -49,18 +59,21 @@ def next_step(row: Any, now: datetime) -> str:
     state = State(row.state)
     if state.terminal:
         return f"ended {when(row.ended_at)}"
-    if state is State.WAITING_FOR_REPLY and row.next_heartbeat_at is not None:
+    first = TURN_REASONS.get(state) is TurnReason.FIRST_MESSAGE
+    if state in HEARTBEAT_STATES and row.next_heartbeat_at is not None:
         step = "gives up" if row.follow_up_count >= row.max_followups else "follow-up"
         return f"{step} {when(row.next_heartbeat_at)}"
-    if state is State.CREATED and row.not_before is not None and row.not_before > now:
+    if first and row.not_before is not None and row.not_before > now:
         return f"first message {when(row.not_before)}"
-    if state is State.PAUSED:
+    if state in PAUSED_STATES:
         return f"resumes {when(row.paused_until)}" if row.paused_until else "paused until resumed"
-    return {
-        State.CREATED: "first message now",
-        State.QUEUED: "waits for the contact's live conversation",
-        State.NEEDS_HUMAN_INTERVENTION: "waits for a person",
-    }.get(state, "agent's turn now")
+    if first:
+        return "first message now"
+    if state in QUEUED_STATES:
+        return "waits for the contact's live conversation"
+    if state in NEEDS_PERSON:
+        return "waits for a person"
+    return "agent's turn now"
 
 
 def parse_query(params: Mapping[str, str], states: Sequence[str]) -> PageQuery:
@@ -182,8 +195,9 @@ def allowed_actions(state: str, previous: str | None) -> list[str]:
     current = State(state)
     if current.terminal:
         return []
-    actions = ["resume"] if current in (State.PAUSED, State.NEEDS_HUMAN_INTERVENTION) else []
-    if current is not State.PAUSED:
+    allowed = TRANSITIONS[current]
+    actions = ["resume"] if Event.RESUME in allowed else []
+    if Event.PAUSE in allowed:
         actions.append("pause")
     actions.append("cancel")
     previous_state = State(previous) if previous else None

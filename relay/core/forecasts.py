@@ -1,7 +1,7 @@
 """What a conversation does next, as a value: a program reads its fields, people read
 :func:`describe`.
 
-:mod:`relay.engine.forecast` works the value out from the store; ``relay show``
+:mod:`relay.engine.conversation.forecast` works the value out from the store; ``relay show``
 prints its words and ``--json`` carries both (``next`` and ``next_message``).
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import cache
 
 from relay.core.errors import Refused
 
@@ -65,7 +66,7 @@ S, E = State, Event
 TERMINAL: frozenset[State] = frozenset({S.COMPLETED, S.ABANDONED, S.FAILED})
 NON_TERMINAL: tuple[State, ...] = tuple(s for s in State if s not in TERMINAL)
 
-# Rows of DESIGN.md's table, plus the events that close its gaps (marked +).
+# Rows of the design's table (docs/architecture.md), plus the events that close its gaps (marked +).
 # An agent turn may end, fail or ask for help from whichever state it started
 # in, so those outcomes exist for CREATED, WAITING_FOR_AGENT and
 # HEARTBEAT_SCHEDULED too; docs/state-machine.md explains each addition.
@@ -159,6 +160,120 @@ TURN_REASONS: dict[State, TurnReason] = {
 TURN_STATES: frozenset[State] = frozenset(TURN_REASONS)
 
 
+# -- What each state means beyond its transitions ---------------------------------------
+# Every other module reads these sets (and the functions below) instead of naming
+# states: "a heartbeat runs only in WAITING_FOR_REPLY" is written here once.
+
+# Where a fact holds in exactly one state, that state is also named by the fact
+# (``HEARTBEAT_STATE``), so that a store query compares with one value, as before.
+
+#: The state every conversation starts in.
+INITIAL: State = S.CREATED
+#: Ended: no event leaves these (alias of TERMINAL, for readers of the facts below).
+ENDED: frozenset[State] = TERMINAL
+#: Ended having done what it set out to do (a result is expected to be complete).
+SUCCESS_STATE: State = S.COMPLETED
+SUCCEEDED: frozenset[State] = frozenset({SUCCESS_STATE})
+#: Ended by a failure: its reason is recorded as the failure reason.
+FAILED_STATES: frozenset[State] = frozenset({S.FAILED})
+#: Where the heartbeat runs: the countdown to the next follow-up is pending only
+#: here (``next_heartbeat_at``). Entering it starts it, leaving it stops it; a
+#: pause keeps what was left of it (:func:`entering`, :func:`leaving`).
+HEARTBEAT_STATE: State = S.WAITING_FOR_REPLY
+HEARTBEAT_STATES: frozenset[State] = frozenset({HEARTBEAT_STATE})
+#: Where a contact's reply is taken at once (``contact_replies``). Anywhere else a
+#: reply waits, unprocessed, and is taken on entering one of these states.
+TAKES_REPLIES: frozenset[State] = frozenset({S.WAITING_FOR_REPLY})
+#: Waiting behind the contact's live conversation.
+QUEUED_STATE: State = S.QUEUED
+QUEUED_STATES: frozenset[State] = frozenset({QUEUED_STATE})
+#: Put on hold by the operator (or a contact's "not before"): the prior state is
+#: recorded on entering and resumed later.
+PAUSED_STATE: State = S.PAUSED
+PAUSED_STATES: frozenset[State] = frozenset({PAUSED_STATE})
+#: Waiting for a person (the operator) to act.
+NEEDS_PERSON_STATE: State = S.NEEDS_HUMAN_INTERVENTION
+NEEDS_PERSON: frozenset[State] = frozenset({NEEDS_PERSON_STATE})
+#: Live states whose outbox messages are held, neither delivered nor cancelled.
+HOLDS_DELIVERY: frozenset[State] = PAUSED_STATES | QUEUED_STATES
+#: Ended states whose queued messages are still delivered (a completed
+#: conversation's farewell); any other ended state cancels them.
+DELIVERS_AFTER_END: frozenset[State] = SUCCEEDED
+
+
+#: How the read commands group states (``relay list`` colours a family alike).
+FAMILIES: dict[str, frozenset[State]] = {
+    "live": frozenset({S.CREATED, S.ACTIVE, S.WAITING_FOR_AGENT}),
+    "waiting": frozenset({S.QUEUED, S.WAITING_FOR_REPLY, S.HEARTBEAT_SCHEDULED}),
+    "needs you": NEEDS_PERSON | PAUSED_STATES,
+    "done": frozenset({S.COMPLETED, S.ABANDONED}),
+    "failed": FAILED_STATES,
+}
+
+
+@cache
+def values(states: frozenset[State]) -> frozenset[str]:
+    """The states' names, for comparing with a view's or a row's ``state`` text."""
+    return frozenset(s.value for s in states)
+
+
+def delivers(state: State) -> bool | None:
+    """Whether an outbox message of a conversation in ``state`` goes: True (deliver),
+    None (hold it for later), False (cancel it: the conversation ended)."""
+    if state in HOLDS_DELIVERY:
+        return None
+    return not state.terminal or state in DELIVERS_AFTER_END
+
+
+class Effect(StrEnum):
+    """What a transition does to the row besides setting the state, by the states
+    it leaves and enters (``relay.engine.conversation.transitions`` carries them out)."""
+
+    START_HEARTBEAT = "start_heartbeat"  # the countdown to a follow-up starts
+    STOP_HEARTBEAT = "stop_heartbeat"  # it stops (a pause keeps the time left)
+    TAKE_WAITING_REPLY = "take_waiting_reply"  # a reply that waited is taken now
+    RECORD_PRIOR_STATE = "record_prior_state"  # the pause remembers where to resume
+    END_PAUSE = "end_pause"  # the prior state and the pause's deadline are forgotten
+    END = "end"  # ended_at and the reason are set; no heartbeat any more
+
+
+def _entering(state: State) -> frozenset[Effect]:
+    effects = set()
+    if state in HEARTBEAT_STATES:
+        effects.add(Effect.START_HEARTBEAT)
+    if state in TAKES_REPLIES:
+        effects.add(Effect.TAKE_WAITING_REPLY)
+    if state in PAUSED_STATES:
+        effects.add(Effect.RECORD_PRIOR_STATE)
+    if state.terminal:
+        effects.add(Effect.END)
+    return frozenset(effects)
+
+
+def _leaving(state: State) -> frozenset[Effect]:
+    effects = set()
+    if state in HEARTBEAT_STATES:
+        effects.add(Effect.STOP_HEARTBEAT)
+    if state in PAUSED_STATES:
+        effects.add(Effect.END_PAUSE)
+    return frozenset(effects)
+
+
+# Worked out once: a transition asks them a few times, on the daemon's hot path.
+_ENTERING: Mapping[State, frozenset[Effect]] = {s: _entering(s) for s in State}
+_LEAVING: Mapping[State, frozenset[Effect]] = {s: _leaving(s) for s in State}
+
+
+def entering(state: State) -> frozenset[Effect]:
+    """What entering ``state`` (from another state) does."""
+    return _ENTERING[state]
+
+
+def leaving(state: State) -> frozenset[Effect]:
+    """What leaving ``state`` (for another state) does."""
+    return _LEAVING[state]
+
+
 def allowed_events(state: State) -> list[Event]:
     """Events accepted in ``state``, in table order (used in refusal messages)."""
     return list(TRANSITIONS[state])
@@ -201,15 +316,18 @@ def refusal_message(instance_id: str, state: State, event: Event) -> str:
 
 
 def holds_slot(state: State, previous: State | None) -> bool:
-    """Whether an instance in ``state`` occupies its contact's one live slot."""
-    if state.terminal or state is S.QUEUED:
-        return False
-    return not (state is S.PAUSED and previous is S.QUEUED)
+    """Whether an instance in ``state`` occupies its contact's one live slot: any live
+    state but a queued one (or one paused while queued)."""
+    return not state.terminal and not waits_in_queue(state, previous)
 
 
 def waits_in_queue(state: State, previous: State | None) -> bool:
     """QUEUED, or paused while QUEUED: behind the contact's live conversation."""
-    return state is S.QUEUED or (state is S.PAUSED and previous is S.QUEUED)
+    return state in QUEUED_STATES or (state in PAUSED_STATES and previous in QUEUED_STATES)
+
+
+#: The live states that hold the contact's slot (whatever the prior state of a pause).
+SLOT_STATES: frozenset[State] = frozenset(s for s in NON_TERMINAL if s not in QUEUED_STATES)
 
 
 def _reachable(table: Mapping[State, Mapping[Event, State]], start: State) -> set[State]:
@@ -240,5 +358,9 @@ def validate_table(table: Mapping[State, Mapping[Event, State]]) -> None:
 
 
 validate_table(TRANSITIONS)
-if any(s.terminal or s in (S.PAUSED, S.QUEUED) for s in TURN_STATES):
+if any(s.terminal or s in HOLDS_DELIVERY for s in TURN_STATES):
     raise AssertionError("a turn is due only in a live state that holds the contact's slot")
+if not HEARTBEAT_STATES <= SLOT_STATES - TURN_STATES or not TAKES_REPLIES <= SLOT_STATES:
+    raise AssertionError("a heartbeat runs and a reply is taken only while waiting for the contact")
+if sorted(s for family in FAMILIES.values() for s in family) != sorted(State):
+    raise AssertionError("every state is in exactly one family")

@@ -2,7 +2,7 @@
 the agent decided (:class:`relay.core.turns.TurnPlan`).
 
 The engine applies the events in order, each through the state machine, in the
-turn's commit (:mod:`relay.engine.turn_commit`); the last one says where the
+turn's commit (:mod:`relay.engine.turns.commit`); the last one says where the
 conversation stands. Here, and only here, is the order written down.
 """
 

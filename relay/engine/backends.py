@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from relay.channels.base import Channel, make_channel
 from relay.config import Config
 from relay.core.errors import RelayError
-from relay.engine.pacing import share_pacing
+from relay.engine.outbox.pacing import share_pacing
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime

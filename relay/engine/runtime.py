@@ -1,7 +1,7 @@
 """What the daemon's machinery needs of a relay: the store, the settings and the clock.
 
 Turns, deliveries, heartbeats, pacing, unsubscribe links and retention are typed
-against :class:`Runtime`, not the whole :class:`relay.engine.service.Relay`:
+against :class:`Runtime`, not the whole :class:`relay.engine.verbs.service.Relay`:
 they cannot reach for a command verb (a pause, a start) by accident, and a
 test or a program can drive them with anything that has these three. A
 ``Relay`` is one (mypy checks it where one is passed).

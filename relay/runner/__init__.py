@@ -1,8 +1,12 @@
 """The process runtime: long-running processes over the engine.
 
-``serve`` (``relay serve``, the inbound HTTP endpoint), ``process`` (the daemon as
-an OS process: PID file, single-daemon lock, detaching, stopping), ``logs`` (text
-or JSON logs of those processes) and ``retention`` (what the daemon prunes). The
-pulse and the daemon's scheduler still live in :mod:`relay.engine` until the
-follow-up rewrite moves them here.
+``daemon`` (the APScheduler jobs of ``relay daemon``), ``foreground`` (the
+daemon run in the foreground: PID file and lock around it) and ``pulse`` (one
+pass over all due work: what ``relay tick`` and each daemon pulse run),
+``summary`` (the daemon's line a minute), ``process`` (the daemon as an OS
+process: PID file, single-daemon lock, detaching, stopping), ``serve``,
+``serve_http`` and ``serve_routes`` (``relay serve``: the app, what its
+handlers share, the handlers), ``metrics`` (its ``/metrics``), ``logs`` (text or
+JSON logs of those processes), ``retention`` (what the daemon prunes) and
+``demo`` (``relay demo``).
 """

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from relay.engine import doctor
+from relay.engine.verbs import doctor
 from relay.runner import logs, retention
 from relay.runner.pulse import Pulse, PulseReport
 from relay.runner.summary import MinuteSummary
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.daemon")
 

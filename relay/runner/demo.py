@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from relay.config import DEFAULTS, Config
-from relay.engine.report_views import ResultView
-from relay.engine.service import Relay
-from relay.engine.turns import start_now
-from relay.engine.views import InstanceView, MessageView, TransitionView
+from relay.core.states import ENDED, NEEDS_PERSON, TAKES_REPLIES, values
+from relay.engine.turns.runner import start_now
+from relay.engine.verbs.service import Relay
+from relay.engine.views.instances import InstanceView, MessageView, TransitionView
+from relay.engine.views.reports import ResultView
 from relay.runner.pulse import Pulse
-from relay.store.database import open_store
+from relay.store.opening import open_store
 
 CONTACT = "+1 555 010 0199"
 OBJECTIVE = "your delivery of order #1042"
@@ -86,9 +87,9 @@ def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
     answers = iter(ANSWERS)
     for _ in range(MAX_ROUNDS):
         view = relay.get(view.id)
-        if view.state in ("COMPLETED", "ABANDONED", "FAILED", "NEEDS_HUMAN_INTERVENTION"):
+        if view.state in values(ENDED | NEEDS_PERSON):
             break
-        if view.state == "WAITING_FOR_REPLY":
+        if view.state in values(TAKES_REPLIES):
             answer = next(answers, "That's all from me.")
             on_event(f"contact → {answer}")
             relay.receive(CONTACT, answer)

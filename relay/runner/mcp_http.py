@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -98,7 +98,7 @@ async def _refuse(send: Send, status: int, message: str, *, challenge: bool = Fa
 
 def build_app(relay: Relay, host: str) -> App:
     """The guarded ASGI app (the SDK's Streamable HTTP app inside)."""
-    from relay.engine.mcp_server import build_server
+    from relay.engine.verbs.mcp_server import build_server
 
     settings = relay.config.settings.mcp
     server = build_server(relay, max_wait=settings.max_wait.total_seconds())

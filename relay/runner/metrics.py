@@ -38,7 +38,7 @@ from relay.core.states import State
 from relay.core.values import MessageStatus
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 QUANTILES = (0.5, 0.9, 0.99)
@@ -62,7 +62,7 @@ class StoreCollector:
         return []  # no scrape at registration: the store is read only when asked
 
     def collect(self) -> Iterator[Metric]:
-        from relay.engine.lookups import DAEMON_SILENCE
+        from relay.engine.verbs.lookups import DAEMON_SILENCE
         from relay.store import daemons, metric_reads, status_counts
 
         now = self.relay.now()

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING
 from relay.core.errors import RelayError
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    pass
 
 PID_NAME = "daemon.pid"
 LOG_NAME = "daemon.log"
@@ -200,34 +200,6 @@ def stop(path: Path, timeout: float = 30.0) -> int | None:
             return pid
         time.sleep(0.1)
     raise RelayError(f"daemon {pid} did not stop within {int(timeout)}s")
-
-
-def run_daemon(relay: Relay) -> None:
-    """Run the daemon in this process until SIGTERM/SIGINT, holding the PID file
-    under the data directory and, on SQLite, the database's daemon lock."""
-    pid_file = PidFile(relay.config.data_dir / PID_NAME)
-    pid_file.acquire()
-    try:
-        _run_locked(relay)
-    finally:
-        pid_file.release()
-
-
-def _run_locked(relay: Relay) -> None:
-    from relay.runner.daemon import DaemonRunner
-
-    lock = None
-    db_file = sqlite_path(relay.config.database_url)
-    if db_file is not None:
-        lock = SingleDaemonLock(db_file.with_name(db_file.name + ".daemon.lock"))
-        lock.acquire()
-    runner = DaemonRunner(relay)
-    runner.install_signals()
-    try:
-        runner.run()
-    finally:
-        if lock is not None:
-            lock.release()
 
 
 def spawn_daemon(cli_args: list[str], pid_path: Path, log_path: Path) -> int:

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
-from relay.engine import heartbeat
 from relay.engine.backends import Channels
-from relay.engine.notify import notify_due
-from relay.engine.outbox import DeliveryReport, Dispatcher
-from relay.engine.turns import TurnOutcome, TurnRunner
+from relay.engine.conversation import heartbeat
+from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
+from relay.engine.turns.runner import TurnOutcome, TurnRunner
+from relay.engine.verbs.notify import notify_due
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.pulse")
 

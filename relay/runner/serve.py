@@ -24,77 +24,20 @@ from __future__ import annotations
 
 import logging
 import signal
-import time
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl
-from xml.sax.saxutils import escape
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from relay.channels.base import Incoming
-from relay.core.errors import RelayError
-from relay.engine.backends import Channels, channel_kind
+from relay.runner.serve_http import MAX_BODY, Endpoint, Refused
+from relay.runner.serve_routes import Handlers
 
 if TYPE_CHECKING:
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
 log = logging.getLogger("relay.serve")
-
-MAX_BODY = 64 * 1024
-EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
-TWILIO_KINDS = frozenset({"sms", "whatsapp"})
-
-
-class Refused(Exception):
-    """The request is answered with ``status`` and a short ``reason``; never stored."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-class Endpoint:
-    """The handlers, over one :class:`Relay` (its store's connection pool is shared
-    by the worker threads that run ``ingest``)."""
-
-    def __init__(self, relay: Relay, max_body: int = MAX_BODY) -> None:
-        self.relay = relay
-        self.max_body = max_body
-        self.channels = Channels(relay)
-
-    # -- helpers ------------------------------------------------------------------
-
-    async def body(self, request: Request) -> bytes:
-        """The body, refused past ``max_body`` whether or not Content-Length says so."""
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.max_body:
-            raise Refused(413, f"body over {self.max_body} bytes")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body:
-                raise Refused(413, f"body over {self.max_body} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    def channel(self, name: str, kinds: frozenset[str]) -> Any:
-        """The configured channel ``name`` if its type is one of ``kinds``, else 404."""
-        kind = channel_kind(self.relay.config, name)
-        if kind not in kinds:
-            raise Refused(404, f"no {'/'.join(sorted(kinds))} channel named {name!r}")
-        try:
-            return self.channels.get(name)
-        except RelayError as exc:
-            raise Refused(500, f"channel {name}: {exc.message}") from None
-
-    async def ingest(self, name: str, incoming: Incoming) -> None:
-        await run_in_threadpool(self.relay.ingest, name, incoming)
-
 
 async def _dispatch(request: Request, handler: Any) -> Response:
     try:
@@ -114,10 +57,8 @@ async def _dispatch(request: Request, handler: Any) -> Response:
 
 def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
     """The ASGI app; ``relay serve`` runs it on uvicorn, tests may call it directly."""
-    from relay.runner import serve_routes
-
     endpoint = Endpoint(relay, max_body)
-    handlers = serve_routes.Handlers(endpoint)
+    handlers = Handlers(endpoint)
 
     def route(path: str, handler: Any, methods: list[str]) -> Route:
         async def call(request: Request) -> Response:
@@ -185,24 +126,3 @@ def check_bind(relay: Relay, host: str) -> None:
             f"relay serve --host {host}: the console listens on loopback only; put it "
             "behind a TLS reverse proxy, or set allow_remote = true in [console]"
         )
-
-
-def twiml(message: str | None = None) -> Response:
-    body = (
-        EMPTY_TWIML
-        if message is None
-        else '<?xml version="1.0" encoding="UTF-8"?>'
-        f"<Response><Message>{escape(message)}</Message></Response>"
-    )
-    return Response(body, media_type="application/xml")
-
-
-def form_pairs(body: bytes) -> list[tuple[str, str]]:
-    try:
-        return parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-    except UnicodeDecodeError:
-        raise Refused(400, "body is not UTF-8 form data") from None
-
-
-def now_seconds() -> float:
-    return time.time()

@@ -14,7 +14,7 @@ from relay.channels import telegram, twilio, twilio_signature, webhook
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.core.values import InboundKind
-from relay.runner.serve import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
+from relay.runner.serve_http import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
 
 log = logging.getLogger("relay.serve")
 
@@ -140,8 +140,7 @@ class Handlers:
         token = request.path_params["token"]
         from starlette.concurrency import run_in_threadpool
 
-        from relay.engine import unsubscribe
-
+        from relay.engine.contacts import unsubscribe
         try:
             address, channel = await run_in_threadpool(unsubscribe.resolve, self.relay, token)
         except RelayError:

@@ -1,5 +1,5 @@
 """Many rows in one statement per table, for ``relay import``
-(``relay.engine.bulk`` builds the rows)."""
+(``relay.engine.verbs.bulk`` builds the rows)."""
 
 from __future__ import annotations
 

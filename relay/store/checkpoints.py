@@ -4,7 +4,7 @@ In WAL mode SQLite copies the log back into the database file, and syncs the
 file, inside whichever commit takes the log past ``wal_autocheckpoint`` pages
 (1,000 by default). A daemon writing thousands of rows a second meets that
 mark every few commits, and its pulse waits for the copy: 15 % of a pulse's
-time in a profile of 2,000 follow-ups (docs/performance.md, eighth pass).
+time in a profile of 2,000 follow-ups (docs/performance-history.md, eighth pass).
 
 So a daemon runs the checkpoints itself, on a thread and a connection of its
 own (:class:`Checkpointer`), and raises its writers' mark to a backstop

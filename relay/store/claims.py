@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, and_, bindparam, exists, func, or_, select, update
 from sqlalchemy.orm import Session, aliased
 
-from relay.core.states import State
+from relay.core.states import HEARTBEAT_STATE, PAUSED_STATE
 from relay.core.values import MessageStatus
 from relay.store import locked_rows, prepared
 from relay.store.among import among_param
@@ -144,7 +144,7 @@ def due_heartbeats(session: Session, now: datetime, limit: int) -> prepared.Rows
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked:
     what deciding each firing reads (id, version, follow-ups sent and allowed,
     sending window, contact). The firings themselves are written for the whole
-    batch at once (:func:`relay.engine.transitions.fire_waiting`)."""
+    batch at once (:func:`relay.engine.conversation.transitions.fire_waiting`)."""
     query = _due_heartbeats(dialect_of(session))
     return prepared.run(session, query, {"now": now, "limit": limit})
 
@@ -170,7 +170,7 @@ def _due_heartbeats(dialect: str) -> AnySelect:
 def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
     query = (
         select(Instance)
-        .where(Instance.state == State.PAUSED.value, Instance.paused_until <= now)
+        .where(Instance.state == PAUSED_STATE.value, Instance.paused_until <= now)
         .order_by(Instance.paused_until)
         .limit(limit)
     )
@@ -353,7 +353,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
         session.scalar(
             select(Instance.next_heartbeat_at)
             .where(
-                Instance.state == State.WAITING_FOR_REPLY.value,
+                Instance.state == HEARTBEAT_STATE.value,
                 Instance.next_heartbeat_at.is_not(None),
                 ~undelivered(Instance.id),
             )
@@ -364,7 +364,7 @@ def next_due(session: Session, now: datetime) -> datetime | None:
             select(func.min(Message.next_attempt_at)).where(Message.status.in_(OUTBOX_PENDING))
         ),
         session.scalar(
-            select(func.min(Instance.paused_until)).where(Instance.state == State.PAUSED.value)
+            select(func.min(Instance.paused_until)).where(Instance.state == PAUSED_STATE.value)
         ),
         # Turns not leased (or whose lease ran out), including first messages
         # held for the sending window (due at ``not_before``).

@@ -208,29 +208,6 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str, *, check: bool = True, create: bool = False) -> Store:
-    """Open the store at ``url``, checked against this code's schema.
-
-    With ``create`` an empty database is created and migrated first (alembic is
-    imported only then): the default SQLite file on first use, ``relay init``,
-    ``relay demo``. Any other database must already be at this code's schema;
-    otherwise the user is told to run ``relay db upgrade``. ``check=False`` opens
-    it as it is (the ``relay db`` commands, which change the schema).
-    """
-    store = Store(make_engine(url))
-    if not check:
-        return store
-    revision = store.revision()
-    if revision is None and create:
-        from relay.store.migrate import upgrade
-
-        upgrade(store)
-        return store
-    if revision != HEAD_REVISION:
-        store.check_schema()
-    return store
-
-
 def affected(result: Any) -> int:
     """Rows an UPDATE or DELETE touched (``rowcount`` is on the cursor result, which
     SQLAlchemy's types do not promise for ``Session.execute``)."""

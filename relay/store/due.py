@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from relay.core.states import HEARTBEAT_STATE, PAUSED_STATE
 from relay.core.states import TURN_STATES as CORE_TURN_STATES
-from relay.core.states import State
 from relay.core.values import MessageStatus
 from relay.store.tables import instances, messages
 
@@ -39,7 +39,7 @@ def undelivered(instance_id: Any) -> Any:
     it as a join. With the statistics of a quiet outbox (next to no rows
     pending) it picked a join that compares every candidate with every pending
     row, and in a burst thousands are pending: the due-heartbeat claim took
-    27 ms with four daemons on 10,000 follow-ups (docs/performance.md, eighth
+    27 ms with four daemons on 10,000 follow-ups (docs/performance-history.md, eighth
     pass). SQLite asks per conversation anyway.
     """
     pending = messages.alias()
@@ -56,7 +56,7 @@ def heartbeat_due(cutoff: Any) -> list[Any]:
     message has not reached the contact yet (held by a rate limit, retrying), for
     that silence is not the contact's."""
     return [
-        instances.c.state == State.WAITING_FOR_REPLY.value,
+        instances.c.state == HEARTBEAT_STATE.value,
         instances.c.next_heartbeat_at <= cutoff,
         ~undelivered(instances.c.id),
     ]
@@ -72,7 +72,7 @@ def count_due(session: Session, now: datetime, *, due_by: datetime | None = None
         select(func.count()).select_from(instances).where(*heartbeat_due(cutoff)),
         select(func.count())
         .select_from(instances)
-        .where(instances.c.state == State.PAUSED.value, instances.c.paused_until <= cutoff),
+        .where(instances.c.state == PAUSED_STATE.value, instances.c.paused_until <= cutoff),
         select(func.count())
         .select_from(messages)
         .where(messages.c.status.in_(OUTBOX_PENDING), messages.c.next_attempt_at <= cutoff),

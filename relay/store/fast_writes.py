@@ -40,7 +40,7 @@ server runs one statement per batch instead of one per row. Against psycopg's
 pipelined ``executemany`` of the same rows (what SQLAlchemy itself does, as its
 "insertmanyvalues" serves only ``INSERT ... RETURNING``) that is a fifth to a
 third of the client's CPU per row and two fifths of the server's
-(``bench/pg_batch_writes.py``, ``docs/performance.md``).
+(``bench/pg_batch_writes.py``, ``docs/performance-history.md``).
 Rows go in array order, so ids follow the rows as with ``executemany``; an
 UPDATE whose batch names an id twice (applied in turn by ``executemany``, but
 once, arbitrarily, by a join) takes the ``executemany`` way.

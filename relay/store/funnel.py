@@ -10,7 +10,7 @@ index: their reasons live there.
 
 The facts are written where they happen, in the transaction that makes them
 true: the outcome by the transition that decides it
-(:mod:`relay.engine.transitions`), the first delivery when the outbox records
+(:mod:`relay.engine.conversation.transitions`), the first delivery when the outbox records
 a send (:func:`record_first_deliveries`, one statement per delivery group and
 only for conversations not delivered to before), the first reply when it is
 stored (:func:`note_reply`), a follow-up with its transition.

@@ -1,4 +1,4 @@
-"""What ``relay doctor`` reads to check the store against DESIGN.md's invariants."""
+"""What ``relay doctor`` reads to check the store against the invariants of docs/architecture.md."""
 
 from __future__ import annotations
 

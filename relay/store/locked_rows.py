@@ -4,7 +4,7 @@ statement per shape of change.
 The ORM's unit of work costs more per row than the rest of what a follow-up
 does in Python: loading a row into the identity map, the instrumented
 attribute sets and the flush that collects them came to about a quarter of a
-follow-up's time (``docs/performance.md``). The hot path (a pulse's turn
+follow-up's time (``docs/performance-history.md``). The hot path (a pulse's turn
 claims, turn commits and outbox claims) therefore locks its instances and
 messages as :class:`InstanceRow` and :class:`MessageRow`: plain attributes and
 a copy of what was read. :func:`write` sends what changed as one
@@ -183,7 +183,7 @@ def write(session: Session, changed: Iterable[object]) -> None:
 def move_instances(session: Session, instance_ids: Sequence[str], values: Mapping[str, Any]) -> int:
     """Give several locked instances the same ``values`` and a new version each, with
     one UPDATE: a batch that one event moves the same way (a pulse's heartbeat
-    firings, :func:`relay.engine.transitions.fire_waiting`) needs no row read,
+    firings, :func:`relay.engine.conversation.transitions.fire_waiting`) needs no row read,
     compared and written back per instance. The number of rows updated."""
     if not instance_ids:
         return 0

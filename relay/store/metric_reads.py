@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from relay.core.states import Event, State
+from relay.core.states import HEARTBEAT_STATE, Event
 from relay.core.values import DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.store.tables import TIME, instances, messages, transitions
 
@@ -77,7 +77,7 @@ def oldest_due_heartbeat(session: Session, now: datetime) -> datetime | None:
     """The earliest heartbeat that is due and has not fired (the due-heartbeat index)."""
     return session.scalar(
         select(func.min(instances.c.next_heartbeat_at)).where(
-            instances.c.state == State.WAITING_FOR_REPLY.value,
+            instances.c.state == HEARTBEAT_STATE.value,
             instances.c.next_heartbeat_at <= now,
         )
     )

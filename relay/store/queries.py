@@ -16,7 +16,7 @@ from sqlalchemy import Row, Select, and_, exists, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.core.states import State
+from relay.core.states import PAUSED_STATES, QUEUED_STATE, QUEUED_STATES, values
 from relay.core.values import MessageStatus
 from relay.store import prepared
 from relay.store.among import among, among_param
@@ -100,7 +100,7 @@ def oldest_queued(session: Session, contact_id: int) -> Instance | None:
 
     return session.scalar(
         select(Instance)
-        .where(Instance.contact_id == contact_id, Instance.state == State.QUEUED.value)
+        .where(Instance.contact_id == contact_id, Instance.state == QUEUED_STATE.value)
         .order_by(Instance.seq)
         .limit(1)
         .with_for_update()
@@ -114,7 +114,7 @@ def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
     return session.scalars(
         select(Instance)
         .where(Instance.contact_id == contact_id, Instance.contact_slot.is_(None))
-        .where(Instance.state.in_([State.QUEUED.value, State.PAUSED.value]))
+        .where(Instance.state.in_(sorted(values(QUEUED_STATES | PAUSED_STATES))))
         .order_by(Instance.seq)
     ).all()
 
@@ -313,7 +313,7 @@ def stranded_queues(session: Session) -> list[int]:
         session.scalars(
             select(instances.c.contact_id)
             .where(
-                instances.c.state == State.QUEUED.value,
+                instances.c.state == QUEUED_STATE.value,
                 ~exists().where(holder.c.contact_slot == instances.c.contact_id),
             )
             .distinct()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Row, case, func, select
 from sqlalchemy.orm import Session
 
-from relay.core.states import State
+from relay.core.states import NEEDS_PERSON_STATE, QUEUED_STATE
 from relay.core.values import Direction, MessageStatus
 from relay.store.tables import contacts, instances, messages
 
@@ -30,7 +30,7 @@ def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[
     counts = select(
         Instance.contact_id,
         func.count().label("conversations"),
-        func.sum(case((Instance.state == State.QUEUED.value, 1), else_=0)).label("queued"),
+        func.sum(case((Instance.state == QUEUED_STATE.value, 1), else_=0)).label("queued"),
         func.max(Instance.contact_slot).label("busy"),
     )
     if campaign:
@@ -107,11 +107,11 @@ def watch_rows(
 
     depth = (
         select(Instance.contact_id, func.count().label("depth"))
-        .where(Instance.state == State.QUEUED.value)
+        .where(Instance.state == QUEUED_STATE.value)
         .group_by(Instance.contact_id)
         .subquery()
     )
-    needs_you = case((Instance.state == State.NEEDS_HUMAN_INTERVENTION.value, 0), else_=1)
+    needs_you = case((Instance.state == NEEDS_PERSON_STATE.value, 0), else_=1)
     query = (
         select(Instance, Contact.address, func.coalesce(depth.c.depth, 0).label("depth"))
         .join(Contact, Contact.id == Instance.contact_id)

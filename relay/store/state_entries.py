@@ -1,4 +1,4 @@
-"""Named queries for agents' scoped key-value state (``relay.engine.scoped_state``)."""
+"""Named queries for agents' scoped key-value state (``relay.engine.conversation.scoped_state``)."""
 
 from __future__ import annotations
 

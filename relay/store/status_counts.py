@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from relay.core.states import State
+from relay.core.states import SUCCESS_STATE, State
 from relay.core.values import Direction
 from relay.store import queries
 from relay.store.tables import instances, messages
 
 #: The state counted as "all the rest" on SQLite: finished conversations are most
 #: of a store's history, and the one count that would grow with it.
-_BY_TOTAL = State.COMPLETED.value
+_BY_TOTAL = SUCCESS_STATE.value
 _COUNTED = tuple(s.value for s in State if s.value != _BY_TOTAL)
 
 

@@ -323,7 +323,7 @@ class Chaos:
 
     def _seed_conversations(self) -> None:
         from relay.config import load_config
-        from relay.engine.service import Relay
+        from relay.engine.verbs.service import Relay
 
         relay = Relay(self.store, load_config(str(self.cli_config)))
         rng = random.Random(self.settings.seed)

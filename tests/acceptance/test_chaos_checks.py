@@ -10,7 +10,7 @@ from typing import Any
 from chaoslib import Ack, ChaosLog, _after_acknowledged, _duplicates, _lost, _out_of_order
 
 from relay.core.clock import isoformat
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 
 PHONE = "+15551230001"
 

@@ -199,7 +199,7 @@ def test_show_json_of_a_cancelled_instance(cli: Cli) -> None:
 
 def test_unknown_and_ambiguous_ids_exit_2(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = iter(["abc2345", "abc6789"])
-    monkeypatch.setattr("relay.engine.starting.new_instance_id", lambda: next(ids))
+    monkeypatch.setattr("relay.engine.verbs.starting.new_instance_id", lambda: next(ids))
     start(cli)
     start(cli, contact="ann@example.com")
     for command in ("show", "pause", "resume", "cancel", "transcript", "history"):

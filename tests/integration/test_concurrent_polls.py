@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from relay.channels.base import Inbound, Incoming
-from relay.engine import inbound
+from relay.engine.inbound import ingest as inbound
 from relay.store import arrivals
 from relay.store.models import Message
 from relay.testing import wait_until

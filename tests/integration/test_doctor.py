@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import update
 
-from relay.engine.doctor import examine
+from relay.engine.verbs.doctor import examine
 from relay.store.models import Instance
 
 

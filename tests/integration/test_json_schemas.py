@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import valid
 from jsonschema import Draft202012Validator
+
+from relay import schemas
 
 Cli = Callable[..., Any]
 PHONE = "+15551230001"
-
-
-def schema(name: str) -> dict[str, Any]:
-    text = resources.files("relay.schemas").joinpath(f"{name}.json").read_text("utf-8")
-    return json.loads(text)
-
-
-def valid(name: str, data: Any) -> Any:
-    validator = Draft202012Validator(schema(name))
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(data)]
-    assert errors == [], f"{name}: {errors}"
-    return data
 
 
 def out(result: Any) -> Any:
@@ -34,13 +24,37 @@ def out(result: Any) -> Any:
 
 
 def test_every_schema_is_a_valid_json_schema_naming_its_commands() -> None:
-    folder = resources.files("relay.schemas")
-    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
-    assert len(names) >= 16
+    names = [n for n in schemas.names() if n != schemas.DEFINITIONS]
+    assert len(names) >= 21
     for name in names:
-        document = json.loads(folder.joinpath(name).read_text("utf-8"))
+        document = schemas.load(name)
         Draft202012Validator.check_schema(document)
+        assert document["$id"] == schemas.BASE + name
         assert document["x-relay-commands"], name
+
+
+def _json_commands() -> set[str]:
+    """Every command path (``"contact list"``) that takes ``--json``."""
+    import typer.main
+
+    from relay.cli.main import app
+
+    found: set[str] = set()
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, (*path, name))
+        if any("--json" in getattr(p, "opts", ()) for p in getattr(command, "params", ())):
+            found.add(" ".join(path))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_every_command_with_json_output_has_a_schema() -> None:
+    named = [c for n in schemas.names() for c in schemas.load(n).get("x-relay-commands", ())]
+    assert len(named) == len(set(named)), "a command is named by two schemas"
+    assert _json_commands() == set(named)
 
 
 def test_every_command_json_output_matches_its_schema(cli: Cli, tmp_path: Path) -> None:
@@ -90,4 +104,4 @@ def test_demo_and_daemon_status_json(run_cli: Cli, cli: Cli) -> None:
 
 @pytest.mark.parametrize("data", [[{"id": 1}], {"schema_version": 2}])
 def test_the_schemas_do_refuse_other_shapes(data: Any) -> None:
-    assert list(Draft202012Validator(schema("result")).iter_errors(data))
+    assert list(schemas.validator("result").iter_errors(data))

@@ -162,7 +162,7 @@ def test_get_shows_the_instance_fields(relay_api: Any, clock: Any, drive: Any) -
 
 def test_prefix_resolution(relay_api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ids: Iterator[str] = iter(["abc2345", "abc6789", "abd2345"])
-    monkeypatch.setattr("relay.engine.starting.new_instance_id", lambda: next(ids))
+    monkeypatch.setattr("relay.engine.verbs.starting.new_instance_id", lambda: next(ids))
     start(relay_api, PHONE)
     start(relay_api, OTHER)
     start(relay_api, "+15551230003")
@@ -631,7 +631,7 @@ def test_times_are_timezone_aware_utc(relay_api: Any) -> None:
 
 def test_relay_open_uses_the_configured_database(db_url: str) -> None:
     from relay.config import load_config
-    from relay.engine.service import Relay
+    from relay.engine.verbs.service import Relay
 
     relay = Relay.open(load_config(overrides={"database.url": db_url}))
     try:

@@ -4,7 +4,7 @@ Rules start, pause, resume and cancel instances through the API, and drive
 agent-side events (first message, message sent, end, intervention, failure,
 replies, heartbeats) through ``transitions.apply_event`` — across a few
 contacts. The model predicts every state, including FIFO promotion, on its
-own; after every step the invariants of DESIGN.md are checked against the
+own; after every step the invariants of docs/architecture.md are checked against the
 database:
 
 - at most one slot holder per contact, and it is exactly the set of instances
@@ -40,7 +40,7 @@ from sqlalchemy import func, select
 
 from relay.core.errors import Refused
 from relay.core.states import TERMINAL, Event, State, holds_slot, next_state
-from relay.engine import transitions
+from relay.engine.conversation import transitions
 from relay.store import queries
 from relay.store.models import Contact, Instance, Transition
 

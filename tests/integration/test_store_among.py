@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import insert, select
 
 from relay.store.among import among
-from relay.store.database import open_store
 from relay.store.models import EventRow, table_of
+from relay.store.opening import open_store
 
 AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

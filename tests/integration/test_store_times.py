@@ -11,8 +11,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import DateTime, insert, select, text
 
-from relay.store.database import make_engine, open_store
+from relay.store.database import make_engine
 from relay.store.models import EventRow, table_of
+from relay.store.opening import open_store
 
 TIMES = [
     datetime(2026, 11, 23, 6, 50, 30, tzinfo=UTC),

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from relay.engine.waiting import EXIT_CODES
+from relay.engine.verbs.waiting import EXIT_CODES
 from relay.store.models import Daemon
 
 PHONE = "+15551230001"
@@ -56,7 +56,7 @@ class Sleeps:
 
 
 def test_a_wait_warns_before_it_first_sleeps(relay_api: Any) -> None:
-    from relay.engine.waiting import wait
+    from relay.engine.verbs.waiting import wait
 
     iid = _due_work(relay_api)
     sleeps = Sleeps()
@@ -71,7 +71,7 @@ def test_a_wait_warns_before_it_first_sleeps(relay_api: Any) -> None:
 
 
 def test_require_daemon_ends_the_wait_at_once(relay_api: Any) -> None:
-    from relay.engine.waiting import wait
+    from relay.engine.verbs.waiting import wait
 
     iid = _due_work(relay_api)
     sleeps = Sleeps()
@@ -81,7 +81,7 @@ def test_require_daemon_ends_the_wait_at_once(relay_api: Any) -> None:
 
 
 def test_no_warning_with_a_live_daemon_or_nothing_due(relay_api: Any, clock: Any) -> None:
-    from relay.engine.waiting import wait
+    from relay.engine.verbs.waiting import wait
 
     iid = _due_work(relay_api)
     _live_daemon(relay_api)
@@ -94,7 +94,7 @@ def test_no_warning_with_a_live_daemon_or_nothing_due(relay_api: Any, clock: Any
 def test_a_wait_looks_again_while_it_waits(relay_api: Any, monkeypatch: Any) -> None:
     """Nothing due when the wait began; work falls due meanwhile (here: a start
     elsewhere): the next look, RECHECK seconds later, warns."""
-    from relay.engine import waiting
+    from relay.engine.verbs import waiting
     from relay.runner.pulse import Pulse
 
     first = _due_work(relay_api)

@@ -1,4 +1,4 @@
-"""``bench/pulse_throughput.py --breakdown`` (documented in docs/performance.md)
+"""``bench/pulse_throughput.py --breakdown`` (documented in docs/performance-history.md)
 times a pulse's stages by patching relay's functions by name: a rename in relay
 must fail here, not leave the documented command failing."""
 

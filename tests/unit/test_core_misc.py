@@ -13,7 +13,7 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import is_opt_in, is_opt_out
 from relay.core.turns import Action, TurnPlan, actions_from_json, validate_actions
 from relay.core.values import Scope, TodoStatus, split_scoped_key
-from relay.engine.addresses import normalise_address
+from relay.engine.contacts.addresses import normalise_address
 
 # -- durations -----------------------------------------------------------------------
 

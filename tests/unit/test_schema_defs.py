@@ -1,27 +1,58 @@
-"""The schemas' shared definitions have one source (``relay.schemas.shared``)."""
+"""The schemas' shared definitions are written once, in ``relay/schemas/defs.json``,
+and every reference to them resolves from the package, without the network."""
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
+from collections.abc import Iterator
+from typing import Any
 
-from relay.schemas import shared
+import pytest
+from referencing.exceptions import Unresolvable
 
-
-def test_every_schema_carries_the_shared_definitions_unchanged() -> None:
-    assert shared.stale() == [], "run `python -m relay.schemas.shared` after editing instance.json"
+from relay import schemas
 
 
-def test_sync_copies_the_source_into_a_schema_that_drifted(tmp_path: Path) -> None:
-    for path in shared.FOLDER.glob("*.json"):
-        shutil.copy(path, tmp_path / path.name)
-    drifted = tmp_path / "wait.json"
-    document = json.loads(drifted.read_text("utf-8"))
-    del document["$defs"]["todo"]
-    drifted.write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
 
-    assert shared.stale(tmp_path) == ["wait.json"]
-    assert shared.sync(tmp_path) == ["wait.json"]
-    assert shared.stale(tmp_path) == []
-    assert drifted.read_text("utf-8") == (shared.FOLDER / "wait.json").read_text("utf-8")
+
+def test_only_the_definitions_file_holds_definitions() -> None:
+    holders = [n for n in schemas.names() if "$defs" in schemas.load(n)]
+    assert holders == [schemas.DEFINITIONS]
+
+
+def test_every_reference_resolves_from_the_package() -> None:
+    registry = schemas.registry()
+    used: set[str] = set()
+    for name in schemas.names():
+        document = schemas.load(name)
+        resolver = registry.resolver(base_uri=document["$id"])
+        for ref in _refs(document):
+            assert ref.startswith(("#/$defs/", f"{schemas.DEFINITIONS}#/$defs/")), (name, ref)
+            resolved = resolver.lookup(ref)
+            assert resolved.contents, (name, ref)
+            used.add(ref.rpartition("/")[2])
+    # Every shared definition is used somewhere (none is left behind by an edit).
+    assert used == set(schemas.load(schemas.DEFINITIONS)["$defs"])
+
+
+def test_a_reference_to_a_missing_definition_fails_offline() -> None:
+    resolver = schemas.registry().resolver(base_uri=schemas.BASE + "instance.json")
+    with pytest.raises(Unresolvable):
+        resolver.lookup("defs.json#/$defs/nothing")
+    with pytest.raises(Unresolvable):
+        resolver.lookup("https://json-schema.invalid/elsewhere.json")
+
+
+def test_a_shared_definition_validates_through_a_commands_schema() -> None:
+    validator = schemas.validator("instance-list")
+    assert list(validator.iter_errors([{"schema_version": 1, "id": 7}]))
+    assert list(validator.iter_errors([])) == []

@@ -1,7 +1,7 @@
 """The pure state machine: every (state, event) pair, allowed and refused.
 
-The expected table is written out here by hand from DESIGN.md plus the
-documented additions (docs/state-machine.md), not derived from
+The expected table is written out here by hand from the design's table
+(docs/architecture.md) plus the documented additions (docs/state-machine.md), not derived from
 ``relay.core.states.TRANSITIONS``, so a wrong edit of the table fails here.
 """
 

@@ -1,5 +1,5 @@
 """Unit tests (no database) of sending windows (relay/core/windows.py) and rate specs
-(relay/engine/rates.py parse_rate)."""
+(relay/engine/outbox/rates.py parse_rate)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from relay.core.errors import ConfigError, InvalidInput
 from relay.core.windows import Window, is_open, next_open, parse_window, zone
-from relay.engine.rates import Limit, parse_rate
+from relay.engine.outbox.rates import Limit, parse_rate
 
 UTC_ZONE = ZoneInfo("UTC")
 MADRID = ZoneInfo("Europe/Madrid")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from relay.core.errors import ConfigError
-from relay.engine.notify import notify_due, targets
+from relay.engine.verbs.notify import notify_due, targets
 
 PHONE = "+15551230001"
 
@@ -78,7 +78,7 @@ def test_a_command_gets_each_chosen_event_as_json_on_stdin(
 def test_a_draft_reaches_the_targets_that_asked_for_drafts(
     make_relay: Any, db_url: str, clock: Any, tmp_path: Path
 ) -> None:
-    from relay.engine import drafts
+    from relay.engine.verbs import drafts
     from relay.runner.pulse import Pulse
 
     out = tmp_path / "seen.jsonl"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from relay.agents import base as agents_base
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse, PulseReport
 from relay.store.models import Daemon, Instance, Message, Transition
 

@@ -13,7 +13,7 @@ from backends import POSTGRES_ONLY, SQLITE_ONLY
 from daemon_support import OBJECTIVE, PHONE, TODOS
 from sqlalchemy import Engine
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner.daemon import DaemonRunner
 from relay.store import checkpoints
 from relay.store.database import make_engine

@@ -32,7 +32,7 @@ from daemon_support import (
 )
 from sqlalchemy import bindparam, func, select, update
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.store.models import Instance, Message
 from relay.testing import FakeClock, wait_until
 

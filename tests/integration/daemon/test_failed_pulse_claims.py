@@ -11,8 +11,8 @@ import pytest
 from daemon_support import OBJECTIVE, PHONE, TODOS, row
 from sqlalchemy.exc import OperationalError
 
-from relay.engine.service import Relay
-from relay.engine.turn_commit import TurnCommitter
+from relay.engine.turns.commit import TurnCommitter
+from relay.engine.verbs.service import Relay
 from relay.runner.daemon import DaemonRunner
 
 

@@ -28,8 +28,8 @@ from daemon_support import (
 from sqlalchemy import select
 
 from relay.core.turns import Action, TurnContext, TurnReason
-from relay.engine import heartbeat
-from relay.engine.service import Relay
+from relay.engine.conversation import heartbeat
+from relay.engine.verbs.service import Relay
 from relay.store.models import Instance, Transition
 
 HOUR = timedelta(hours=1)
@@ -346,7 +346,7 @@ def test_a_heartbeat_locked_by_a_command_in_progress_is_skipped_not_fired(
 
     def pause_slowly() -> None:
         from relay.core.states import Event
-        from relay.engine import transitions
+        from relay.engine.conversation import transitions
         from relay.store import queries
 
         try:

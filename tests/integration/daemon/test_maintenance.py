@@ -8,7 +8,7 @@ from typing import Any
 
 from daemon_support import OTHER, PHONE, history, outbound, pulse, start_waiting
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.runner import retention
 
 DAY = timedelta(days=1)

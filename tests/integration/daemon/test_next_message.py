@@ -1,5 +1,5 @@
 """``relay show`` says when the next message will actually go, and why it waits
-(``InstanceView.next_message``, filled by relay/engine/forecast.py)."""
+(``InstanceView.next_message``, filled by relay/engine/conversation/forecast.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from daemon_support import OTHER, PHONE, at, pulse, start_waiting
 
 from relay.channels import base as channels_base
 from relay.channels.base import ChannelError, Outbound
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 
 HOUR = timedelta(hours=1)
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from daemon_support import PHONE, at, outbound, pulse, row, sent_texts, start_waiting
 
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 
 MADRID = "Europe/Madrid"
 SECOND = timedelta(seconds=1)

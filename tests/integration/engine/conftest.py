@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from relay.channels import base as channels_base
-from relay.engine.service import Relay
+from relay.engine.verbs.service import Relay
 from relay.testing import Harness, RecordingChannel, ScriptAgent
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from relay.core.states import Event
-from relay.engine import heartbeat, transitions
+from relay.engine.conversation import heartbeat, transitions
 from relay.store import claims
 from relay.store.models import Transition
 from relay.testing import Harness

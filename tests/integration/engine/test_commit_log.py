@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from relay.core.states import Event
-from relay.engine import events, transitions
-from relay.engine.turn_commit import TurnCommitter
+from relay.engine.conversation import events, transitions
+from relay.engine.turns.commit import TurnCommitter
 from relay.store import claims, commit_log, queries
 from relay.testing import Harness
 

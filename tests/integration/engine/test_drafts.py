@@ -15,8 +15,8 @@ import pytest
 
 from relay.core.errors import Refused
 from relay.core.turns import Action, TurnContext
-from relay.engine import drafts
-from relay.engine.outgoing import REJECTED_KEY
+from relay.engine.outbox.outgoing import REJECTED_KEY
+from relay.engine.verbs import drafts
 from relay.testing import PHONE, Harness, ScriptAgent
 
 HOUR = timedelta(hours=1)

@@ -29,8 +29,8 @@ from sqlalchemy import select
 
 from relay.channels.base import ChannelError, Outbound
 from relay.core.errors import OptedOut, Refused
-from relay.engine.doctor import examine
-from relay.engine.turns import TurnRunner
+from relay.engine.turns.runner import TurnRunner
+from relay.engine.verbs.doctor import examine
 from relay.store import claims
 from relay.store.models import Contact, Instance, Message
 from relay.testing import Harness

@@ -196,8 +196,7 @@ def test_the_context_has_every_unprocessed_inbound_message(
 
     # A heartbeat fires; a reply arrives before the follow-up turn has run.
     engine.clock.advance(timedelta(hours=1))
-    from relay.engine import heartbeat
-
+    from relay.engine.conversation import heartbeat
     assert heartbeat.fire_due(engine.relay, 10).fired == 1
     assert engine.state(iid) == "HEARTBEAT_SCHEDULED"
     engine.relay.receive(PHONE, "mid follow-up")

@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from relay.core.turns import Action
 from relay.engine.backends import Channels
-from relay.engine.outbox import SEND_LEASE, Dispatcher
-from relay.engine.turns import TurnRunner
+from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
+from relay.engine.turns.runner import TurnRunner
 from relay.store import claims
 from relay.store.models import Message
 from relay.testing import Harness, RecordingChannel, ScriptAgent

@@ -13,8 +13,8 @@ from sqlalchemy import event, select
 
 from relay.core.states import Event
 from relay.core.turns import Action
-from relay.engine import transitions
-from relay.engine.turns import TurnRunner
+from relay.engine.conversation import transitions
+from relay.engine.turns.runner import TurnRunner
 from relay.store import claims, locked_rows
 from relay.store.locked_rows import InstanceRow, MessageRow, PlainRow
 from relay.store.models import Instance

@@ -200,7 +200,7 @@ def test_a_slow_batch_does_not_send_a_message_another_worker_took_over(
     again with its key, as after a crash) and in order; the first worker must then
     leave them to it."""
     from relay.engine.backends import Channels
-    from relay.engine.outbox import SEND_LEASE, Dispatcher
+    from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
 
     engine = make_engine(**FLAKY)
     iid = engine.start()
@@ -229,7 +229,7 @@ def test_a_slow_batch_holds_back_what_follows_a_message_another_worker_took_over
     """When another worker has taken over a message of a batch but not the ones
     after it, those go back to the outbox instead of overtaking it."""
     from relay.engine.backends import Channels
-    from relay.engine.outbox import SEND_LEASE, Dispatcher
+    from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
     from relay.store import claims
 
     engine = make_engine(**FLAKY)

@@ -17,7 +17,8 @@ from sqlalchemy import select, update
 from relay.channels.base import ChannelError, Inbound, Incoming
 from relay.core.errors import ConfigError, Refused
 from relay.core.states import Event
-from relay.engine import doctor, transitions
+from relay.engine.conversation import transitions
+from relay.engine.verbs import doctor
 from relay.runner.daemon import DaemonRunner
 from relay.runner.pulse import Pulse
 from relay.store import queries

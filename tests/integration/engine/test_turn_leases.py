@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from relay.core.turns import Action
-from relay.engine.turns import MAX_TURN_ATTEMPTS, TurnRunner
+from relay.engine.turns.runner import MAX_TURN_ATTEMPTS, TurnRunner
 from relay.runner.pulse import PulseReport
 from relay.testing import PHONE, Harness, ScriptAgent
 

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import valid
 from messaging_fakes import FakeTelegram
 from sqlalchemy import func, select
 
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine import chat_links, unsubscribe
+from relay.engine.contacts import chat_links, unsubscribe
 from relay.runner.pulse import Pulse
 from relay.store.models import Contact, ContactAlias, EventRow, Instance, Message
 
@@ -159,6 +160,7 @@ def test_the_cli_prints_the_link_and_refuses_an_unbound_start(
     )
     made = cli("contact", "link", "tg", ANN, "--json")
     assert made.exit_code == 0, made
+    valid("contact-link", made.json())
     assert made.json()["link"].startswith(f"https://t.me/{BOT}?start=")
     shown = cli("contact", "link", "tg", ANN)
     assert made.json()["link"] in shown.stdout and "waiting for their Start" in shown.stdout

@@ -204,7 +204,7 @@ def test_telegram_webhook_start_binds_the_chat(served: tuple[Any, Any]) -> None:
 
 
 def test_one_click_unsubscribe(served: tuple[Any, Any]) -> None:
-    from relay.engine.unsubscribe import tokens
+    from relay.engine.contacts.unsubscribe import tokens
 
     relay, client = served
     view = relay.start(PHONE, "Confirm the delivery", ["Which day?"], channel="sms")

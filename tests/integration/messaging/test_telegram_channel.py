@@ -15,7 +15,7 @@ from relay.channels.base import (
     make_channel,
 )
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine.addresses import normalise_address
+from relay.engine.contacts.addresses import normalise_address
 
 
 def channel(fake: FakeTelegram, **extra: Any) -> Any:

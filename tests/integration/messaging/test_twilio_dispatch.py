@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from relay.channels.base import Inbound, Incoming, Outbound, register_channel
 from relay.core.errors import RelayError
-from relay.engine.unsubscribe import tokens
+from relay.engine.contacts.unsubscribe import tokens
 from relay.runner.pulse import Pulse
 from relay.store.models import Contact, Message, Transition
 

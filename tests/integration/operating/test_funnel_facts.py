@@ -113,8 +113,7 @@ def test_a_bounce_takes_the_first_delivery_back(
 ) -> None:
     from relay.channels.base import Receipt
     from relay.core.values import DeliveryStatus
-    from relay.engine import inbound
-
+    from relay.engine.inbound import ingest as inbound
     relay = make_relay(db_url, clock)
     view = relay.start("+15550001111", "Confirm the date", ["Which day?"], campaign="b")
     _settle(relay)

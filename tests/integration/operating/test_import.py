@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cli_checks import ok
+from cli_checks import ok, valid
 
 Cli = Callable[..., Any]
 OBJECTIVE = "Confirm delivery of order {order} for {name}"
@@ -48,7 +48,7 @@ def test_import_starts_a_conversation_per_row_and_reports_the_rest(
     ok(cli("start", "+15551230005", "-o", "earlier", "-t", "x", "--defer"))
     path = _csv(tmp_path, ROWS)
 
-    report = ok(_import(cli, path)).json()
+    report = valid("import", ok(_import(cli, path)).json())
     assert (report["rows"], report["started"], report["skipped"]) == (6, 2, 4)
     by_line = {r["line"]: r for r in report["results"]}
     assert by_line[2]["started"] and by_line[2]["state"] == "CREATED"
@@ -89,7 +89,7 @@ def test_a_template_column_missing_or_empty_starts_nothing(cli: Cli, tmp_path: P
 
 def test_dry_run_starts_nothing(cli: Cli, tmp_path: Path) -> None:
     path = _csv(tmp_path, ROWS)
-    report = ok(_import(cli, path, "--dry-run")).json()
+    report = valid("import", ok(_import(cli, path, "--dry-run")).json())
     assert report["dry_run"] and report["started"] == 4 and report["skipped"] == 2
     assert ok(cli("list", "--json")).json() == []
     assert ok(cli("contact", "list", "--json")).json() == []
@@ -98,8 +98,8 @@ def test_dry_run_starts_nothing(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_the_agent_sees_the_contacts_fields(api: Any, tmp_path: Path) -> None:
-    from relay.engine.turn_context import read_contexts
-    from relay.engine.turns import TurnRunner
+    from relay.engine.turns.context import read_contexts
+    from relay.engine.turns.runner import TurnRunner
 
     path = _csv(tmp_path, "phone,name,order\n+15551230001,Ana,1042\n")
     report = api.import_csv(path, OBJECTIVE, ["Ask {name}"], campaign="spring")

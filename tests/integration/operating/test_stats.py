@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cli_checks import ok
+from cli_checks import ok, valid
 
 from relay.core.states import Event
 from relay.core.values import Direction, MessageStatus
@@ -51,7 +51,7 @@ def test_stats_draws_the_funnel_of_a_campaign(cli: Cli, api: Any, drive: Any) ->
     drive(api, human, Event.REQUEST_INTERVENTION)
     _start(cli, "+15551230005", "autumn")
 
-    data = ok(cli("stats", "--campaign", "spring", "--json")).json()
+    data = valid("stats", ok(cli("stats", "--campaign", "spring", "--json")).json())
     assert (data["started"], data["delivered"], data["replied"]) == (4, 2, 1)
     outcomes = data["outcomes"]
     assert outcomes["failed"] == 1 and outcomes["opted_out"] == 1
@@ -64,7 +64,7 @@ def test_stats_draws_the_funnel_of_a_campaign(cli: Cli, api: Any, drive: Any) ->
     assert data["failed_deliveries"] == [{"reason": "number not in service", "count": 1}]
     assert api.get(replied).campaign == "spring"
 
-    everything = ok(cli("stats", "--json")).json()
+    everything = valid("stats", ok(cli("stats", "--json")).json())
     assert everything["started"] == 5
     assert ok(cli("stats", "--since", "1d", "--json")).json()["started"] == 5
     text = ok(cli("stats", "--campaign", "spring")).stdout
@@ -75,7 +75,7 @@ def test_stats_draws_the_funnel_of_a_campaign(cli: Cli, api: Any, drive: Any) ->
 
 
 def test_stats_of_nothing(cli: Cli) -> None:
-    data = ok(cli("stats", "--campaign", "none", "--json")).json()
+    data = valid("stats", ok(cli("stats", "--campaign", "none", "--json")).json())
     assert data["started"] == 0 and data["reply_rate"] is None
     assert data["median_first_reply_seconds"] is None
     assert "started" in ok(cli("stats")).stdout

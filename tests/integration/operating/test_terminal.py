@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_checks import ok
+from cli_checks import ok, valid
 from rich.console import Console
 
 from relay.core.states import Event
@@ -89,7 +89,7 @@ def test_list_and_show_give_the_reason(cli: Cli, api: Any, drive: Any) -> None:
     ok(cli("pause", first["id"], "--reason", "on holiday"))
     second = start(cli, "+15551230002")
     with api.store.transaction() as session:
-        from relay.engine import transitions
+        from relay.engine.conversation import transitions
         from relay.store import queries
 
         instance = queries.resolve_instance(session, second["id"], lock=True)
@@ -163,7 +163,7 @@ def test_contact_list_shows_fields_and_counts(cli: Cli) -> None:
     first = start(cli)
     start(cli)
     start(cli, "ana@example.com")
-    rows = ok(cli("contact", "list", "--json")).json()
+    rows = valid("contact-list", ok(cli("contact", "list", "--json")).json())
     assert [r["contact"] for r in rows] == ["ana@example.com", "+15551230001"]
     phone = rows[1]
     assert phone["live_instance"] == first["id"]
@@ -183,7 +183,7 @@ def test_inbox_shows_unrouted_late_and_rejected_inbound(cli: Cli, api: Any) -> N
             channel="sms", sender="SHORTCODE", body="promo", error="not a phone number",
             created_at=api.now(),
         ))  # fmt: skip
-    items = ok(cli("inbox", "--json")).json()
+    items = valid("inbox", ok(cli("inbox", "--json")).json())
     kinds = {i["kind"]: i for i in items}
     assert set(kinds) == {"unrouted", "late", "rejected"}
     assert kinds["unrouted"]["text"] == "who is this?"
@@ -210,7 +210,7 @@ def test_retry_requeues_a_failed_delivery_of_a_live_conversation(cli: Cli, api: 
     data = start(cli)
     sent = ok(cli("send", data["id"], "Hello", "--json")).json()
     _fail_message(api, sent["id"])
-    retried = ok(cli("retry", str(sent["id"]), "--json")).json()
+    retried = valid("message", ok(cli("retry", str(sent["id"]), "--json")).json())
     assert retried["status"] in ("sent", "queued")
     assert retried["attempts"] <= 1
     again = cli("retry", str(sent["id"]))
@@ -231,7 +231,7 @@ def test_retry_is_refused_when_the_conversation_ended(cli: Cli, api: Any) -> Non
 
 
 def test_the_minute_summary_says_what_the_daemon_did_and_nothing_when_idle() -> None:
-    from relay.engine.outbox import DeliveryReport
+    from relay.engine.outbox.dispatcher import DeliveryReport
     from relay.runner.pulse import PulseReport
     from relay.runner.summary import MinuteSummary
 

@@ -1,0 +1,97 @@
+"""One-click unsubscribe tokens (RFC 8058): ``<contact id>.<instance id>.<MAC>``.
+
+The token names the contact and the conversation, and carries an HMAC-SHA256
+(128 bits kept) under a key relay generates once and keeps in the store, so
+nobody can make a token for another contact or guess one; every process that
+shares the store (dispatchers, ``relay serve``) shares the key. The key lives
+in ``state_entries`` under scope ``system``, which agents' scoped state
+(``app``/``contact``/instance) never loads, so no agent ever sees it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from relay.core.errors import InvalidInput
+from relay.store import instance_rows, state_entries
+from relay.store.models import Contact, StateEntry
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
+
+SCOPE = "system"
+KEY_NAME = "unsubscribe_key"
+MAC_BYTES = 16
+
+
+@dataclass(frozen=True)
+class UnsubscribeTokens:
+    key: bytes
+
+    def make(self, contact_id: int, instance_id: str | None) -> str:
+        payload = f"{contact_id}.{instance_id or '-'}"
+        return f"{payload}.{self.mac(payload)}"
+
+    def read(self, token: str) -> tuple[int, str | None]:
+        """(contact id, instance id or None); InvalidInput for anything forged or mangled."""
+        contact, _, rest = token.partition(".")
+        instance, _, mac = rest.partition(".")
+        payload = f"{contact}.{instance}"
+        if not (contact.isdigit() and instance and mac) or not hmac.compare_digest(
+            self.mac(payload), mac
+        ):
+            raise InvalidInput("unknown or invalid unsubscribe token")
+        return int(contact), (None if instance == "-" else instance)
+
+    def mac(self, payload: str) -> str:
+        """The MAC under the store's key, URL- and Telegram-safe (``[A-Za-z0-9_-]``);
+        other tokens (:mod:`relay.engine.contacts.chat_links`) sign their own payloads with it,
+        prefixed so that no payload of one kind is ever one of another."""
+        digest = hmac.new(self.key, payload.encode("utf-8"), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:MAC_BYTES]).decode("ascii").rstrip("=")
+
+
+def tokens(session: Session, now: datetime) -> UnsubscribeTokens:
+    """The store's token key, created on first use (a concurrent creator wins)."""
+    entry = state_entries.entry(session, SCOPE, "", KEY_NAME)
+    if entry is None:
+        try:
+            with session.begin_nested():
+                session.add(
+                    StateEntry(
+                        scope=SCOPE,
+                        scope_id="",
+                        key=KEY_NAME,
+                        value=secrets.token_hex(32),
+                        updated_at=now,
+                    )
+                )
+                session.flush()
+        except IntegrityError:
+            pass
+        entry = state_entries.entry(session, SCOPE, "", KEY_NAME)
+        assert entry is not None
+    return UnsubscribeTokens(bytes.fromhex(str(entry.value)))
+
+
+def resolve(relay: Runtime, token: str) -> tuple[str, str]:
+    """(contact address, channel name) for a token; InvalidInput when it is not
+    one of ours. The channel is the conversation's, so the opt-out is recorded
+    where the message that carried the link went."""
+    with relay.store.transaction() as session:
+        contact_id, instance_id = tokens(session, relay.now()).read(token)
+        person = session.get(Contact, contact_id)
+        if person is None:
+            raise InvalidInput("unknown or invalid unsubscribe token")
+        instance = instance_rows.instance_by_id(session, instance_id) if instance_id else None
+        channel = instance.channel if instance is not None else "email"
+        return person.address, channel

@@ -1,0 +1,389 @@
+"""Applying a state-machine event to a stored instance: the one place state changes.
+
+``apply_event`` asks ``relay.core`` for the next state, then keeps every
+invariant that hangs on a state change in the same transaction: the prior
+state of a pause, the contact slot, the heartbeat countdown (pending only in
+WAITING_FOR_REPLY; a pause keeps the time left), the transition-log row, and
+FIFO promotion of the next queued instance when one ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+from sqlalchemy.orm import Session
+
+from relay.core.outcomes import outcome_of
+from relay.core.states import (
+    FAILED_STATES,
+    HEARTBEAT_STATE,
+    QUEUED_STATES,
+    SUCCEEDED,
+    TRANSITIONS,
+    Effect,
+    Event,
+    State,
+    entering,
+    holds_slot,
+    leaving,
+    next_state,
+)
+from relay.engine.conversation import events
+from relay.store import claims, commit_log, funnel, locked_rows, queries, transition_log
+from relay.store.locked_rows import InstanceFields
+from relay.store.models import Instance, Transition
+
+SYSTEM = "relay"
+
+log = logging.getLogger("relay.state")
+
+
+def state_of(instance: InstanceFields) -> State:
+    return State(instance.state)
+
+
+def previous_of(instance: InstanceFields) -> State | None:
+    return State(instance.previous_state) if instance.previous_state else None
+
+
+def apply_event(
+    session: Session,
+    instance: InstanceFields,
+    event: Event,
+    *,
+    now: datetime,
+    actor: str = SYSTEM,
+    reason: str | None = None,
+    replies_waiting: bool | None = None,
+    log_rows: list[dict[str, Any]] | None = None,
+) -> State:
+    """Move ``instance`` by ``event`` (or raise Refused) and record it.
+
+    ``replies_waiting``: whether unprocessed inbound waits for the instance, from
+    a caller that has just read it under the instance's lock (a batch of turn
+    commits: asking here would flush the session once per turn); None asks the
+    store.
+    ``log_rows``: a caller applying many events in one transaction (a batch of
+    turn commits, a pulse's heartbeats) collects the transition-log rows here and
+    writes them with :func:`write_log` before its transaction commits: one
+    statement for the batch instead of an ORM object per row.
+    """
+    current = state_of(instance)
+    previous = previous_of(instance)
+    target = next_state(current, event, previous=previous, instance_id=instance.id)
+    _move(session, instance, current, target, event, now)
+    _keep_funnel_facts(session, instance, event, target, reason)
+    _end(instance, target, event, reason, now)
+    _record(session, instance.id, (current, target, event), actor, reason, now, log_rows)
+    _update_slot(session, instance, now)
+    takes_reply = Effect.TAKE_WAITING_REPLY in entering(target)
+    if replies_waiting is None and takes_reply:
+        replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
+    if takes_reply and replies_waiting:
+        # A reply that arrived while the instance could not take it (paused,
+        # mid-follow-up, waiting for a human) is answered now; none is dropped.
+        return apply_event(
+            session,
+            instance,
+            Event.CONTACT_REPLIES,
+            now=now,
+            actor=actor,
+            reason="a reply arrived earlier and was waiting",
+            log_rows=log_rows,
+        )
+    return target
+
+
+def _move(
+    session: Session,
+    instance: InstanceFields,
+    current: State,
+    target: State,
+    event: Event,
+    now: datetime,
+) -> None:
+    """The row's part of a transition: pause bookkeeping, the heartbeat, the state
+    itself, and a fresh turn (no lease, no attempts) in the new state."""
+    if Effect.RECORD_PRIOR_STATE in entering(target):
+        instance.previous_state = current.value
+    elif Effect.END_PAUSE in leaving(current):
+        instance.previous_state = None
+        instance.paused_until = None
+        claims.release_held(session, instance.id, now)
+    _move_heartbeat(instance, current, target, now)
+    if event is Event.CONTACT_REPLIES:
+        instance.follow_up_count = 0
+    instance.state = target.value
+    instance.version += 1
+    instance.updated_at = now
+    instance.lease_owner = None
+    instance.lease_expires_at = None
+    instance.turn_attempts = 0
+
+
+def _end(
+    instance: InstanceFields, target: State, event: Event, reason: str | None, now: datetime
+) -> None:
+    """A terminal state records when and why: a failure reason, or an end reason."""
+    if not target.terminal:
+        return
+    instance.ended_at = now
+    instance.drafts_pending = 0  # what was a draft is cancelled, blocked or a farewell now
+    if event is Event.CANCEL:
+        instance.failure_reason = "cancelled"
+    elif target in FAILED_STATES and reason:
+        instance.failure_reason = reason
+    elif reason:
+        instance.end_reason = reason
+
+
+def fire_waiting(
+    session: Session,
+    waiting: Sequence[tuple[str, int, str]],
+    *,
+    now: datetime,
+    actor: str,
+    lease: tuple[str, datetime] | None,
+    log_rows: list[dict[str, Any]],
+) -> list[tuple[str, int]]:
+    """HEARTBEAT_FIRES for a batch of locked conversations in WAITING_FOR_REPLY,
+    given as (id, version, reason): one UPDATE for them all, then each one's
+    transition-log row, event and log line. Returns the (id, new version) pairs.
+
+    That event changes every waiting row the same way, so what it assigns is
+    worked out once, by the same steps :func:`apply_event` takes, on a stand-in
+    for any of the rows (:class:`_AnyRow`), and written to all of them: a batch
+    of 500 firings costs one statement instead of a row object, a state-machine
+    step and a row write each. Both states hold the contact's slot, so no slot
+    changes. With a ``lease`` (owner, expiry) each follow-up turn is leased in
+    the same statement, as :func:`claims.lease_turn` leases one.
+    ``tests/integration/engine/test_batch_firing.py`` compares the rows with
+    what :func:`apply_event` leaves.
+    """
+    event = Event.HEARTBEAT_FIRES
+    current = HEARTBEAT_STATE
+    target = next_state(current, event)
+    row = _AnyRow()
+    any_row = cast("InstanceFields", row)
+    _move(session, any_row, current, target, event, now)
+    _keep_funnel_facts(session, any_row, event, target, None)
+    _end(any_row, target, event, None, now)
+    if lease is not None:
+        claims.lease_turn(any_row, *lease)
+    values = {key: value for key, value in row.assigned.items() if key != "version"}
+    locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
+    step = (current, target, event)
+    for instance_id, _, reason in waiting:
+        _record(session, instance_id, step, actor, reason, now, log_rows)
+    return [(instance_id, version + 1) for instance_id, version, _ in waiting]
+
+
+class _AnyRow:
+    """Stands for every row of a batch that one event moves: it records what the
+    transition assigns, and reads no column but the two the statement handles
+    row by row (the id it matches, the version it bumps). A transition that
+    read any other column would differ from row to row, so it raises here
+    rather than being written alike to all of them."""
+
+    _PER_ROW: dict[str, Any] = {"id": None, "version": 0}
+
+    def __init__(self) -> None:
+        self.__dict__["assigned"] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        assigned = self.__dict__["assigned"]
+        if name in assigned:
+            return assigned[name]
+        if name in self._PER_ROW:
+            return self._PER_ROW[name]
+        raise AttributeError(f"a batch transition cannot read each row's {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__["assigned"][name] = value
+
+
+def _record(
+    session: Session,
+    instance_id: str,
+    step: tuple[State, State, Event],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+    log_rows: list[dict[str, Any]] | None,
+) -> None:
+    """The transition-log row, the event for ``relay events``, and the log lines."""
+    current, target, event = step
+    _log_row(
+        session,
+        log_rows,
+        instance_id=instance_id,
+        from_state=current.value,
+        to_state=target.value,
+        event=event.value,
+        actor=actor,
+        reason=reason,
+        created_at=now,
+    )
+    events.record(
+        session,
+        events.Kind.STATE,
+        instance_id,
+        {"from": current.value, "to": target.value, "event": event.value, "reason": reason},
+        now,
+        actor=actor,
+    )
+    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
+    commit_log.info(
+        session,
+        log,
+        "instance %s: %s -> %s (%s by %s)",
+        instance_id,
+        current.value,
+        target.value,
+        event.value,
+        actor,
+        instance_id=instance_id,
+    )
+    commit_log.debug(
+        session, log, "instance %s: reason: %s", instance_id, reason or "-", instance_id=instance_id
+    )
+
+
+def _keep_funnel_facts(
+    session: Session, instance: InstanceFields, event: Event, target: State, reason: str | None
+) -> None:
+    """The funnel's facts that a transition decides (``relay stats`` reads them
+    from the row): a follow-up sent, and the outcome (asked of the todos only
+    when the conversation completes)."""
+    if event is Event.FOLLOWUP_SENT:
+        instance.followups_sent = (instance.followups_sent or 0) + 1
+    missing = target in SUCCEEDED and funnel.answers_missing(session, instance.id)
+    instance.outcome = outcome_of(target, reason, answers_missing=missing)
+
+
+#: States from which relay can hand a conversation to a person.
+_HANDABLE = frozenset(s for s in State if Event.REQUEST_INTERVENTION in TRANSITIONS[s])
+
+
+def hand_to_human(
+    session: Session, instance: InstanceFields, reason: str, *, now: datetime, actor: str = SYSTEM
+) -> bool:
+    """Give the conversation to a person (a delivery that failed for good, a bounce)
+    when its state allows; False when it is already with one, paused or ended."""
+    if State(instance.state) not in _HANDABLE:
+        return False
+    apply_event(session, instance, Event.REQUEST_INTERVENTION, now=now, actor=actor, reason=reason)
+    return True
+
+
+def _log_row(session: Session, log_rows: list[dict[str, Any]] | None, **row: Any) -> None:
+    if log_rows is None:
+        session.add(Transition(**row))
+    else:
+        log_rows.append(row)
+
+
+def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
+    """Insert the transition-log rows collected by ``apply_event(..., log_rows=...)``,
+    in the caller's transaction (so each still commits with its state change)."""
+    if rows:
+        transition_log.insert_transitions(session, rows)
+        rows.clear()
+
+
+def record_creation(
+    session: Session, instance: InstanceFields, *, now: datetime, actor: str
+) -> None:
+    session.add(
+        Transition(
+            instance_id=instance.id,
+            from_state=None,
+            to_state=instance.state,
+            event="start",
+            actor=actor,
+            reason=None,
+            created_at=now,
+        )
+    )
+    data = {"from": None, "to": instance.state, "event": "start", "reason": None}
+    events.record(session, events.Kind.STATE, instance.id, data, now, actor=actor)
+
+
+def _countdown(instance: InstanceFields) -> int:
+    """The seconds a countdown entering WAITING_FOR_REPLY runs: what a pause (or a
+    draft) kept, else the agent's one-off, else the conversation's heartbeat."""
+    for seconds in (instance.heartbeat_remaining_seconds, instance.heartbeat_override_seconds):
+        if seconds is not None:
+            return seconds
+    return instance.heartbeat_seconds
+
+
+def _move_heartbeat(instance: InstanceFields, current: State, target: State, now: datetime) -> None:
+    if current is target:
+        return  # nothing is entered or left (no terminal state has a transition)
+    if Effect.START_HEARTBEAT in entering(target):
+        seconds = _countdown(instance)
+        instance.heartbeat_override_seconds = None
+        if instance.drafts_pending:
+            # Nothing went out yet: the countdown waits, whole, for the approval
+            # (relay.engine.verbs.drafts starts it), as a pause keeps the time left.
+            instance.next_heartbeat_at = None
+            instance.heartbeat_remaining_seconds = seconds
+            return
+        instance.next_heartbeat_at = now + timedelta(seconds=seconds)
+        instance.heartbeat_remaining_seconds = None
+    elif Effect.STOP_HEARTBEAT in leaving(current):
+        keeps = Effect.RECORD_PRIOR_STATE in entering(target)  # a pause keeps the time left
+        if keeps and instance.next_heartbeat_at is not None:
+            left = (instance.next_heartbeat_at - now).total_seconds()
+            instance.heartbeat_remaining_seconds = max(0, int(left))
+        instance.next_heartbeat_at = None
+    if Effect.END in entering(target):
+        instance.next_heartbeat_at = None
+        instance.heartbeat_remaining_seconds = None
+
+
+def _update_slot(session: Session, instance: InstanceFields, now: datetime) -> None:
+    state, previous = state_of(instance), previous_of(instance)
+    holding = holds_slot(state, previous)
+    if holding and instance.contact_slot is None:
+        instance.contact_slot = instance.contact_id
+        locked_rows.write_now(session, instance)
+    elif not holding and instance.contact_slot is not None:
+        instance.contact_slot = None
+        locked_rows.write_now(session, instance)
+        promote_next(session, instance.contact_id, now=now)
+    elif not holding and state in QUEUED_STATES:
+        # A paused queued instance was resumed: it may be next in line already.
+        locked_rows.write_now(session, instance)
+        promote_next(session, instance.contact_id, now=now)
+
+
+def promote_next(
+    session: Session,
+    contact_id: int,
+    *,
+    now: datetime,
+    actor: str = SYSTEM,
+    reason: str = "the contact's previous conversation ended",
+) -> Instance | None:
+    """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
+    queries.lock_contact(session, contact_id)
+    session.flush()
+    if queries.slot_holder(session, contact_id) is not None:
+        return None
+    waiting = queries.oldest_queued(session, contact_id)
+    if waiting is None:
+        return None
+    apply_event(
+        session,
+        waiting,
+        Event.PRIOR_INSTANCE_TERMINAL,
+        now=now,
+        actor=actor,
+        reason=reason,
+    )
+    return waiting

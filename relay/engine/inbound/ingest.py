@@ -1,0 +1,363 @@
+"""Inbound: store at once, route to its conversation, honour opt-outs and receipts.
+
+Whatever state the contact's instance is in, the message is committed the
+moment it arrives, whatever it holds (long text is cut with a note, a sender
+that is no address is kept aside). A message the instance cannot take yet
+(paused, waiting for a human, mid-follow-up) stays ``received`` and is
+answered when the state allows (``transitions.apply_event`` re-checks on
+entering WAITING_FOR_REPLY). One that arrives after its conversation ended is
+kept on that conversation, marked late, and shown by ``show`` and ``status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from relay.channels.base import Inbound, Incoming, Receipt
+from relay.core.clock import isoformat
+from relay.core.errors import InvalidInput
+from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
+from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State, waits_in_queue
+from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
+from relay.engine.contacts import chat_links
+from relay.engine.contacts.addresses import Address
+from relay.engine.conversation import events, transitions
+from relay.store import arrivals, claims, contact_work, funnel, queries
+from relay.store.models import Contact, InboundReject, Instance, Message
+
+log = logging.getLogger("relay.inbound")
+
+OPTED_OUT = "opted_out"
+
+
+@dataclass(frozen=True)
+class Keywords:
+    opt_out: tuple[str, ...] = OPT_OUT_WORDS
+    opt_in: tuple[str, ...] = OPT_IN_WORDS
+
+    @classmethod
+    def from_config(cls, out: str | Sequence[str], into: str | Sequence[str]) -> Keywords:
+        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS)
+
+
+def _words(value: str | Sequence[str]) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(w.strip().upper() for w in items if str(w).strip())
+
+
+#: Inbound text longer than this is cut (and the cut noted on the row): an email
+#: with its whole quoted history can be long, but never needs to be unbounded.
+MAX_INBOUND = 100_000
+LATE = "arrived after the conversation ended"
+
+
+@dataclass
+class IngestReport:
+    """What one poll or one pushed request brought in, once stored."""
+
+    stored: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    receipts: int = 0
+    unmatched_receipts: int = 0
+    #: Chats bound to contacts by a deep link's ``/start <token>`` (not stored as replies).
+    bound: int = 0
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Arrival:
+    """One inbound message as the engine takes it: the channel's Inbound with the
+    sender already resolved to a contact address."""
+
+    address: Address
+    text: str
+    channel: str
+    provider_message_id: str | None = None
+    references: tuple[str, ...] = ()
+    kind: InboundKind = InboundKind.MESSAGE
+    raw: str | None = None
+    resume_at: datetime | None = None
+
+
+def ingest(
+    session: Session,
+    channel: str,
+    incoming: Incoming,
+    now: datetime,
+    *,
+    resolve: Callable[[str], Address],
+    keywords: Keywords = Keywords(),
+) -> IngestReport:
+    """Store everything a channel brought in, in the caller's one transaction."""
+    report = IngestReport()
+    for item in incoming.messages:
+        if chat_links.bind(session, channel, item, now, resolve):
+            report.bound += 1
+            continue
+        try:
+            address = resolve(item.sender)
+        except InvalidInput as exc:
+            _reject(session, channel, item, exc.message, now)
+            report.rejected += 1
+            continue
+        arrival = Arrival(
+            address,
+            item.text,
+            channel,
+            item.provider_message_id,
+            tuple(item.references),
+            InboundKind(item.kind),
+            item.raw,
+            item.resume_at,
+        )
+        message = store_arrival(session, arrival, now, keywords=keywords)
+        if message is None:
+            report.duplicates += 1
+        else:
+            report.stored += 1
+            report.messages.append(message)
+    for receipt in incoming.receipts:
+        if apply_receipt(session, channel, receipt, now):
+            report.receipts += 1
+        else:
+            report.unmatched_receipts += 1
+    return report
+
+
+def store_arrival(
+    session: Session, arrival: Arrival, now: datetime, *, keywords: Keywords = Keywords()
+) -> Message | None:
+    """Store one inbound message and apply what it means; None if already stored."""
+    if arrival.provider_message_id and arrivals.inbound_by_provider_id(
+        session, arrival.channel, arrival.provider_message_id
+    ):
+        return None
+    person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
+    person.last_inbound_at = now
+    body, note = _bounded(arrival.text)
+    instance, late = _route(session, person, arrival.references)
+    message = Message(
+        instance_id=instance.id if instance else None,
+        contact_id=person.id,
+        direction=Direction.INBOUND.value,
+        author=Author.CONTACT.value,
+        body=body,
+        status=MessageStatus.RECEIVED.value,
+        channel=arrival.channel,
+        kind=arrival.kind.value,
+        provider_message_id=arrival.provider_message_id,
+        refs="\n".join(arrival.references) or None,
+        raw=arrival.raw,
+        note="; ".join(n for n in (note, LATE if late else None) if n) or None,
+        attempts=0,
+        created_at=now,
+    )
+    session.add(message)
+    if instance is not None and arrival.kind is InboundKind.MESSAGE:
+        funnel.note_reply(instance, now)
+    session.flush()
+    data = {"message_id": message.id, "channel": message.channel, "kind": message.kind}
+    events.record(session, events.Kind.RECEIVED, message.instance_id, data, now)
+    # A late message still opts the contact out or in; it starts nothing.
+    _apply_meaning(session, person, message, None if late else instance, arrival, now, keywords)
+    if late and message.status == MessageStatus.RECEIVED.value:
+        log.warning(
+            "message %s from a contact %s (instance %s)",
+            message.id,
+            LATE,
+            message.instance_id,
+            extra={"instance_id": message.instance_id},
+        )
+    return message
+
+
+def _apply_meaning(
+    session: Session,
+    person: Contact,
+    message: Message,
+    instance: Instance | None,
+    arrival: Arrival,
+    now: datetime,
+    keywords: Keywords,
+) -> None:
+    if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
+        _processed(message, now)
+        opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
+        return
+    if arrival.kind is InboundKind.AUTO_REPLY:
+        # Never answered (no mail loops), never a reply (the follow-up count stays).
+        _processed(message, now)
+        if instance is not None and arrival.resume_at is not None and arrival.resume_at > now:
+            _pause_until(session, instance, arrival.resume_at, now)
+        return
+    if person.opted_out_at is not None and is_opt_in(message.body, keywords.opt_in):
+        _processed(message, now)
+        opt_in(person, now)
+        return
+    if instance is not None and State(instance.state) in TAKES_REPLIES:
+        transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
+
+
+def _route(
+    session: Session, person: Contact, references: tuple[str, ...]
+) -> tuple[Instance | None, bool]:
+    """(the conversation the message belongs to, whether that one has ended).
+
+    The thread a reply answers wins over the sender's live conversation (a
+    contact answering an old email thread); then the conversation holding the
+    contact's slot; then, when none is live, the contact's last conversation, so
+    that a reply after the end is seen on it rather than lost among the unrouted.
+    """
+    holder = queries.slot_holder(session, person.id, lock=True)
+    answered = arrivals.instance_answered_by(session, references)
+    if answered is not None and (holder is None or holder.id != answered):
+        instance = claims.lock_instance(session, answered)
+        if instance is not None and instance.contact_id == person.id:
+            return instance, State(instance.state).terminal
+    if holder is not None:
+        return holder, False
+    last = arrivals.latest_instance(session, person.id)
+    if last is not None and State(last.state).terminal:
+        return last, True
+    return None, False
+
+
+def _pause_until(session: Session, instance: Instance, until: datetime, now: datetime) -> None:
+    if instance.state == PAUSED_STATE.value or State(instance.state).terminal:
+        return
+    transitions.apply_event(
+        session,
+        instance,
+        Event.PAUSE,
+        now=now,
+        actor="contact",
+        reason=f"auto-reply: away until {isoformat(until)}",
+    )
+    instance.paused_until = until
+
+
+def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetime) -> bool:
+    """Record what the provider says of one of our messages; False if it is not ours."""
+    message = arrivals.outbound_by_provider_id(session, channel, receipt.provider_message_id)
+    if message is None:
+        log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
+        return False
+    status = DeliveryStatus(receipt.status)
+    message.delivery_status = status.value
+    message.delivery_updated_at = receipt.at or now
+    if not status.failed:
+        return True
+    message.status = MessageStatus.FAILED.value
+    message.next_attempt_at = None
+    message.last_error = receipt.error or status.value
+    person = session.get(Contact, message.contact_id)
+    assert person is not None
+    reason = f"message {message.id} {status.value}: {receipt.error or 'no reason given'}"
+    if receipt.opted_out:
+        opt_out(session, person, now, reason=f"provider: {reason}")
+        return True
+    if receipt.permanent:
+        mark_undeliverable(session, person, reason, now)
+    if message.instance_id is not None:
+        instance = claims.lock_instance(session, message.instance_id)
+        if instance is not None:
+            funnel.forget_delivery(session, instance)
+            transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
+    return True
+
+
+def mark_undeliverable(session: Session, person: Contact, reason: str, now: datetime) -> None:
+    """The address will never work: hold what is queued for it, refuse new conversations."""
+    if person.undeliverable_at is None:
+        person.undeliverable_at = now
+        person.undeliverable_reason = reason
+        person.updated_at = now
+    _hold_outbound(session, person.id, MessageStatus.FAILED, f"address undeliverable: {reason}")
+
+
+def _reject(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:
+    """A sender that is no address cannot become a contact: kept aside, logged, counted."""
+    body, _ = _bounded(item.text)
+    session.add(
+        InboundReject(
+            channel=channel,
+            sender=item.sender[:1000],
+            body=body,
+            provider_message_id=item.provider_message_id,
+            error=error,
+            created_at=now,
+        )
+    )
+    log.warning("inbound on %s from an unusable sender kept aside: %s", channel, error)
+
+
+def _bounded(text: str) -> tuple[str, str | None]:
+    """The text a row can hold (PostgreSQL text cannot hold NUL) and what was done to it."""
+    body = (text or "").replace("\x00", "")
+    if len(body) > MAX_INBOUND:
+        return body[:MAX_INBOUND], f"truncated from {len(body)} characters"
+    if not body.strip():
+        return body, "empty message"
+    return body, None
+
+
+def _processed(message: Message, now: datetime) -> None:
+    message.status = MessageStatus.PROCESSED.value
+    message.processed_at = now
+
+
+def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) -> None:
+    """Block the contact: end the live instance, fail queued ones, hold every outbound."""
+    if person.opted_out_at is None:
+        person.opted_out_at = now
+        person.opt_out_reason = reason
+        person.updated_at = now
+    for instance in _unfinished(session, person.id):
+        if _waits_in_queue(instance):
+            transitions.apply_event(
+                session, instance, Event.CANCEL, now=now, actor="contact", reason=OPTED_OUT
+            )
+            instance.failure_reason = OPTED_OUT
+        elif not State(instance.state).terminal:
+            transitions.apply_event(
+                session,
+                instance,
+                Event.CONTACT_OPTED_OUT,
+                now=now,
+                actor="contact",
+                reason=OPTED_OUT,
+            )
+    _hold_outbound(session, person.id, MessageStatus.BLOCKED, "contact opted out")
+
+
+def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why: str) -> None:
+    """Nothing queued for the contact will go: mark it ``status`` with the reason."""
+    for message in contact_work.queued_outbound_to(session, contact_id):
+        message.status = status.value
+        message.last_error = why
+        message.next_attempt_at = None
+
+
+def opt_in(person: Contact, now: datetime) -> None:
+    person.opted_out_at = None
+    person.opt_out_reason = None
+    person.updated_at = now
+
+
+def _unfinished(session: Session, contact_id: int) -> list[Instance]:
+    """The contact's non-terminal instances, queued ones first, so that ending
+    the live one afterwards promotes nobody into the slot it frees."""
+    rows = contact_work.lock_unfinished(session, contact_id)
+    queued = [r for r in rows if _waits_in_queue(r)]
+    live = [r for r in rows if not _waits_in_queue(r)]
+    return queued + live
+
+
+def _waits_in_queue(instance: Instance) -> bool:
+    return waits_in_queue(State(instance.state), transitions.previous_of(instance))

@@ -1,0 +1,146 @@
+"""Whether an outbound message may go now: the dispatcher asks when it claims a
+batch, and again under the conversation's lock just before sending each group
+(on SQLite, not for a group sent straight after its claim).
+
+Asking at the last moment is what makes an acknowledged ``relay cancel`` or
+``relay pause`` final: a message written earlier (the rest of a multi-message
+turn, a retry waiting out its backoff, a send left ``sending`` by a crashed
+daemon) is held or cancelled here instead of reaching the contact afterwards.
+A SQLite claim asked a moment before holding the database's write lock, so no
+pause or cancel could come between (``relay.engine.outbox.dispatcher.FRESH``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from relay.config import Config
+from relay.core.errors import RelayError
+from relay.core.states import State, delivers
+from relay.core.values import MessageStatus
+from relay.core.windows import next_open, parse_window, zone
+from relay.store import aliases, delivery_facts
+from relay.store.locked_rows import MessageFields
+
+
+class Verdict(Enum):
+    GO = "go"
+    #: Not now: the conversation is paused (or still queued); resuming releases it.
+    HOLD = "hold"
+    #: Never, and not a failure: the conversation moved on without it.
+    CANCEL = "cancel"
+    #: Never: the contact opted out.
+    BLOCK = "block"
+    #: Never: the address cannot be reached.
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Ruling:
+    verdict: Verdict
+    reason: str | None = None
+
+
+GO = Ruling(Verdict.GO)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules look at, read for a whole batch in three queries."""
+
+    contacts: dict[int, Any]
+    instances: dict[str, Any]
+    #: The newest inbound message id per instance.
+    last_inbound: dict[str, int]
+    #: Bound chats: ``{(channel, contact id): address}`` (see ``contact_aliases``).
+    aliases: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def address(self, channel: str, contact_id: int) -> str:
+        """Where the message goes on ``channel``: the contact's bound chat there, if any."""
+        return self.aliases.get((channel, contact_id)) or self.contacts[contact_id].address
+
+    @classmethod
+    def read(cls, session: Session, messages: Iterable[MessageFields]) -> Facts:
+        rows = list(messages)
+        contact_ids = {m.contact_id for m in rows}
+        instance_ids = {m.instance_id for m in rows if m.instance_id}
+        contacts: dict[int, Any] = {}
+        instances: dict[str, Any] = {}
+        last_inbound: dict[str, int] = {}
+        if contact_ids:
+            contacts = delivery_facts.contact_facts(session, contact_ids)
+        if instance_ids:
+            instances = delivery_facts.instance_facts(session, instance_ids)
+            last_inbound = delivery_facts.last_inbound_ids(session, instance_ids)
+        pairs = {(m.channel or "console", m.contact_id) for m in rows}
+        return cls(contacts, instances, last_inbound, aliases.addresses_for(session, pairs))
+
+
+def rule(message: MessageFields, facts: Facts) -> Ruling:
+    contact = facts.contacts.get(message.contact_id)
+    if contact is not None and contact.opted_out_at is not None:
+        return Ruling(Verdict.BLOCK, "contact opted out")
+    if contact is not None and contact.undeliverable_reason:
+        return Ruling(Verdict.FAIL, f"address undeliverable: {contact.undeliverable_reason}")
+    instance = facts.instances.get(message.instance_id or "")
+    if instance is None:
+        return GO
+    state = State(instance.state)
+    goes = delivers(state)  # a completed conversation's farewell still goes
+    if goes is None:
+        return Ruling(Verdict.HOLD, f"conversation is {state.value}")
+    if not goes:
+        return Ruling(Verdict.CANCEL, f"conversation ended ({state.value}) before delivery")
+    if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
+        return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")
+    return GO
+
+
+def window_opens(
+    message: MessageFields, facts: Facts, config: Config, now: datetime
+) -> datetime | None:
+    """When a proactive message (a first message, a follow-up) may go, if not now.
+
+    Checked at send time, not only when the turn was scheduled: a message held by
+    a rate limit or a retry must not reach the contact at 3 a.m. because it was
+    written at 5 p.m.
+    """
+    if not message.proactive:
+        return None
+    instance = facts.instances.get(message.instance_id or "")
+    spec = (instance.window if instance is not None else None) or (
+        config.settings.defaults.window or ""
+    )
+    if not spec.strip():
+        return None
+    contact = facts.contacts.get(message.contact_id)
+    tz = (contact.timezone if contact is not None else None) or config.settings.defaults.timezone
+    try:
+        opens = next_open(parse_window(spec), now, zone(tz))
+    except RelayError:
+        return None  # the heartbeat hands such a conversation to a person
+    return opens if opens > now else None
+
+
+def apply(message: MessageFields, ruling: Ruling) -> None:
+    """Record a ruling other than GO on the (locked) message row."""
+    message.last_error = ruling.reason
+    message.lease_owner = None
+    if ruling.verdict is Verdict.HOLD:
+        # Not an attempt; due again when the conversation is resumed.
+        message.status = MessageStatus.QUEUED.value
+        message.attempts = max(0, message.attempts - 1)
+        message.next_attempt_at = None
+        return
+    message.next_attempt_at = None
+    message.status = {
+        Verdict.CANCEL: MessageStatus.CANCELLED,
+        Verdict.BLOCK: MessageStatus.BLOCKED,
+        Verdict.FAIL: MessageStatus.FAILED,
+    }[ruling.verdict].value

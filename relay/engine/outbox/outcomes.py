@@ -1,0 +1,216 @@
+"""What becomes of deliveries that do not simply go, and the count of every outcome.
+
+A message the gate rules out is held, blocked, cancelled or failed
+(:func:`rule_out`); one the channel did not take is retried with backoff, held
+(the provider cannot send at all), blocked (the recipient opted out with it), or
+failed for good and handed to a person (:func:`record`). Kept apart from the
+dispatcher's happy path (:mod:`relay.engine.outbox.dispatcher`); each runs in the
+transaction that holds the locked outbox row.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from sqlalchemy.orm import Session
+
+from relay.channels.base import ChannelError
+from relay.core.errors import RelayError
+from relay.core.values import MessageStatus
+from relay.engine.conversation import events, transitions
+from relay.engine.inbound import ingest as inbound
+from relay.engine.outbox import gate
+from relay.store import claims, commit_log, locked_rows
+from relay.store.locked_rows import MessageFields
+from relay.store.models import Contact, Message
+
+log = logging.getLogger("relay.outbox")
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class DeliveryReport:
+    sent: int = 0
+    retried: int = 0
+    failed: int = 0
+    blocked: int = 0
+    held: int = 0
+    cancelled: int = 0
+
+    def add(self, other: DeliveryReport) -> None:
+        self.sent += other.sent
+        self.retried += other.retried
+        self.failed += other.failed
+        self.blocked += other.blocked
+        self.held += other.held
+        self.cancelled += other.cancelled
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a send failed, and what the channel advises (see ``ChannelError``)."""
+
+    error: str
+    transient: bool
+    retry_after: float | None = None
+    hold: bool = False
+    opted_out: bool = False
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How often, and how far apart, a transient failure is tried again."""
+
+    backoff: timedelta
+    max_attempts: int
+
+
+def attempt(call: Callable[[], _T]) -> tuple[_T | None, Failure | None]:
+    """Call a channel: (result, None) on success, (None, failure) on failure. A
+    channel error says whether a retry may help (and when, and whether to keep
+    the message queued); any other relay error will not; an unexpected exception
+    (a bug, a dropped connection) might."""
+    try:
+        return call(), None
+    except ChannelError as exc:
+        advice = Failure(str(exc.message), exc.transient, exc.retry_after, exc.hold, exc.opted_out)
+        return None, advice
+    except RelayError as exc:
+        return None, Failure(exc.message, False)
+    except Exception as exc:
+        return None, Failure(f"{type(exc).__name__}: {exc}", True)
+
+
+def record(
+    session: Session,
+    message: Message,
+    failure: Failure,
+    now: datetime,
+    report: DeliveryReport,
+    retries: Retries,
+) -> None:
+    """Record a failed attempt on the locked ``message`` (still ours: the caller checked)."""
+    message.last_error = failure.error
+    if failure.opted_out or failure.hold:
+        _refused(session, message, failure, now, report, retries)
+    elif failure.transient and message.attempts < retries.max_attempts:
+        _retry(message, failure, now, report, retries)
+    else:
+        _give_up(session, message, failure.error, now, report)
+
+
+def _retry(
+    message: Message, failure: Failure, now: datetime, report: DeliveryReport, retries: Retries
+) -> None:
+    delay = max(
+        retries.backoff * (2 ** (message.attempts - 1)),
+        timedelta(seconds=failure.retry_after or 0),
+    )
+    message.status = MessageStatus.QUEUED.value
+    message.next_attempt_at = now + delay
+    report.retried += 1
+    log.warning(
+        "message %s attempt %s failed (%s); retry in %ss",
+        message.id,
+        message.attempts,
+        failure.error,
+        int(delay.total_seconds()),
+        extra={"instance_id": message.instance_id},
+    )
+
+
+def _give_up(
+    session: Session, message: Message, error: str, now: datetime, report: DeliveryReport
+) -> None:
+    message.status = MessageStatus.FAILED.value
+    message.next_attempt_at = None
+    report.failed += 1
+    data = {"message_id": message.id, "error": error, "attempts": message.attempts}
+    events.record(session, events.Kind.FAILED, message.instance_id, data, now)
+    log.error(
+        "message %s failed after %s attempt(s): %s",
+        message.id,
+        message.attempts,
+        error,
+        extra={"instance_id": message.instance_id},
+    )
+    _escalate(session, message, error, now)
+
+
+def _refused(
+    session: Session,
+    message: Message,
+    failure: Failure,
+    now: datetime,
+    report: DeliveryReport,
+    retries: Retries,
+) -> None:
+    """The provider refused for a reason that is not the message's: the
+    recipient opted out with it (the contact is opted out, as by a STOP), or
+    the channel cannot send at all (bad credentials: the message waits,
+    queued, without using up an attempt, until a person fixes it)."""
+    if failure.opted_out:
+        person = session.get(Contact, message.contact_id)
+        assert person is not None
+        inbound.opt_out(session, person, now, reason=f"provider: {failure.error}")
+        message.status = MessageStatus.BLOCKED.value
+        message.next_attempt_at = None
+        report.blocked += 1
+        log.warning("message %s: contact opted out (%s)", message.id, failure.error)
+        return
+    wait = max(retries.backoff, timedelta(seconds=failure.retry_after or 0))
+    claims.unlease_outbox_row(message, now + wait)
+    report.held += 1
+    log.error("message %s stays queued: %s", message.id, failure.error)
+
+
+def _escalate(session: Session, message: Message, error: str, now: datetime) -> None:
+    """A message that cannot be delivered needs a person."""
+    if message.instance_id is None:
+        return
+    instance = claims.lock_instance(session, message.instance_id)
+    if instance is not None:
+        transitions.hand_to_human(
+            session,
+            instance,
+            f"delivery of message {message.id} failed: {error}",
+            now=now,
+            actor="dispatcher",
+        )
+
+
+def rule_out(
+    session: Session, message: MessageFields, ruling: gate.Ruling, report: DeliveryReport
+) -> None:
+    gate.apply(message, ruling)
+    if ruling.verdict is gate.Verdict.HOLD:
+        report.held += 1
+    elif ruling.verdict is gate.Verdict.BLOCK:
+        report.blocked += 1
+    elif ruling.verdict is gate.Verdict.FAIL:
+        report.failed += 1
+    else:
+        report.cancelled += 1
+    commit_log.info(session, log, "message %s not sent: %s", message.id, ruling.verdict.value)
+
+
+def put_back(
+    session: Session, message_ids: Sequence[int], attempts: Mapping[int, int], now: datetime
+) -> int:
+    """Return claimed messages unsent to the outbox, due now, their attempt not
+    counted; how many. They were behind a message of their conversation that
+    failed in the same batch, or that another worker took over: they go after it
+    (a claim takes no message while an earlier one of its conversation is backing
+    off or being sent). A row another worker has taken over meanwhile (its attempt
+    differs) is left to it."""
+    locked = claims.lock_messages(session, list(message_ids))
+    ours = [row for row in locked.values() if claims.still_leased(row, attempts[row.id])]
+    for row in ours:
+        claims.unlease_outbox_row(row, now)
+    locked_rows.write(session, ours)
+    return len(ours)

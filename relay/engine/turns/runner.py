@@ -1,0 +1,266 @@
+"""Agent turns: claim, build the context, run the agent outside any transaction,
+and commit the result in one transaction only if nothing changed meanwhile
+(:mod:`relay.engine.turns.commit`).
+
+Claim and commit are separate transactions on purpose: an LLM call may take
+seconds, and holding a row lock (or SQLite's write lock) that long would stall
+every other command. The claim's lease stops another worker from running the
+same turn; the instance's ``version`` lets the operator win: a pause or cancel
+during the turn bumps it, and the turn's decisions are dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from relay.agents.base import Agent, AgentError, make_agent
+from relay.core.clock import isoformat
+from relay.core.errors import RelayError
+from relay.core.turns import (
+    Action,
+    TurnContext,
+    TurnReason,
+)
+from relay.engine.backends import agent_settings
+from relay.engine.conversation import policy
+from relay.engine.turns import answers
+from relay.engine.turns.commit import TurnCommitter, TurnOutcome
+from relay.engine.turns.context import read_contexts
+from relay.store import claims, locked_rows
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
+
+log = logging.getLogger("relay.turns")
+
+MAX_TURN_ATTEMPTS = 5
+#: At most this many turns share one context read and one commit transaction.
+TURN_BATCH = 500
+#: A batch whose agents all answered within this many seconds may grow (up to
+#: TURN_BATCH); a slower one shrinks back to a single turn, so with an LLM agent
+#: every turn is committed as soon as its own agent has answered. Only the time in
+#: the agents counts: reads and commits slowed by a busy machine (several daemons
+#: on few cores) must not shrink the batches, or each turn pays for a transaction
+#: of its own just when the machine can least afford it.
+BATCH_SECONDS = 0.2
+
+
+@dataclass
+class TurnRunner:
+    """Runs turns for one worker (a CLI command or a daemon) identified by ``owner``."""
+
+    relay: Runtime
+    owner: str
+    _agents: dict[str, Agent] = field(default_factory=dict)
+    # How many turns go in the next batch: learnt from how fast the agents were,
+    # and kept from one call to the next.
+    batch_size: int = 1
+    # Seconds spent in agent calls since the current batch began, by ``timer``.
+    _agent_seconds: float = field(default=0.0, init=False, repr=False)
+    timer: Callable[[], float] = time.monotonic
+    committer: TurnCommitter = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.committer = TurnCommitter(self.relay, self.owner)
+
+    @property
+    def lease(self) -> timedelta:
+        return self.relay.config.settings.turns.lease
+
+    def claim(self, limit: int, instance_id: str | None = None) -> list[tuple[str, int]]:
+        with self.relay.store.transaction() as session:
+            return claims.claim_turns(
+                session, self.relay.now(), self.owner, self.lease, limit, instance_id=instance_id
+            )
+
+    def run_due(
+        self,
+        limit: int,
+        *,
+        leased: list[tuple[str, int]] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+        after_batch: Callable[[], object] | None = None,
+    ) -> list[TurnOutcome]:
+        """Claim due turns and run them in batches (see :meth:`run_batch`).
+
+        ``leased``: turns this worker already holds (the follow-ups a heartbeat
+        firing leased to it); they run first, and fewer are claimed besides.
+
+        ``should_stop`` is checked between turns: a stopping worker finishes the
+        turn in progress, commits what has run, and gives back the other leases.
+        ``after_batch`` runs after each committed batch (the pulse delivers what
+        the batch wrote, so the first follow-ups need not wait for the last turn).
+        """
+        claimed = list(leased or [])
+        if len(claimed) < limit:
+            claimed += self.claim(limit - len(claimed))
+        outcomes: list[TurnOutcome] = []
+        position = 0
+        while position < len(claimed):
+            if should_stop():
+                self.release(claimed[position:])
+                break
+            chunk = claimed[position : position + self.batch_size]
+            self._agent_seconds = 0.0
+            done = self.run_batch(chunk, should_stop=should_stop)
+            quick = self._agent_seconds < BATCH_SECONDS
+            self.batch_size = min(TURN_BATCH, self.batch_size * 4) if quick else 1
+            outcomes.extend(done)
+            position += len(done)
+            if after_batch is not None:
+                after_batch()
+        return outcomes
+
+    def run_batch(
+        self, claimed: list[tuple[str, int]], *, should_stop: Callable[[], bool] = lambda: False
+    ) -> list[TurnOutcome]:
+        """Run claimed turns with one context read and one commit for all of them.
+
+        Each turn's effects still go together (its state change, transition row,
+        transcript, todos and outbox rows), each is checked against its own
+        version and lease, and agents still run outside any transaction. Stops
+        early when ``should_stop`` says so, returning outcomes for a prefix only.
+        """
+        contexts = read_contexts(self.relay, self.owner, claimed)
+        outcomes: dict[int, TurnOutcome] = {}
+        ready: list[tuple[int, tuple[str, int, TurnContext, answers.Decided]]] = []
+        for index, (instance_id, version) in enumerate(claimed):
+            if index and should_stop():
+                claimed = claimed[:index]
+                break
+            loaded = contexts.get(instance_id)
+            if loaded is None:
+                outcomes[index] = self.committer.discarded(instance_id, TurnReason.RESUME)
+                continue
+            decided = self._decide(instance_id, version, *loaded)
+            if isinstance(decided, TurnOutcome):
+                outcomes[index] = decided
+            else:
+                ready.append((index, (instance_id, version, loaded[0], decided)))
+        committed = self.committer.commit_many([item for _, item in ready])
+        outcomes.update(zip([index for index, _ in ready], committed, strict=True))
+        return [outcomes[index] for index in range(len(claimed))]
+
+    def release(self, claimed: list[tuple[str, int]]) -> None:
+        """Give back leases on turns this worker will not run (it is stopping)."""
+        with self.relay.store.transaction() as session:
+            locked = claims.lock_instances(session, [instance_id for instance_id, _ in claimed])
+            for instance_id, version in claimed:
+                instance = locked.get(instance_id)
+                if instance is not None and self.committer.ours(instance, version):
+                    instance.lease_owner = None
+                    instance.lease_expires_at = None
+                    instance.turn_attempts = max(0, instance.turn_attempts - 1)
+            locked_rows.write(session, locked.values())
+
+    def run_claimed(self, instance_id: str, version: int) -> TurnOutcome:
+        return self.run_batch([(instance_id, version)])[0]
+
+    def _decide(
+        self, instance_id: str, version: int, context: TurnContext, agent_name: str, attempts: int
+    ) -> TurnOutcome | answers.Decided:
+        """The agent's actions for one turn, or its outcome if it ends before the commit."""
+        held = self._hold_for_window(instance_id, version, context)
+        if held is not None:
+            return held
+        if attempts > MAX_TURN_ATTEMPTS:
+            return self._fail(
+                instance_id,
+                version,
+                context.reason,
+                f"the turn was started {attempts - 1} times without finishing",
+            )
+        try:
+            # An answer of the wrong kind is refused back to the agent to correct.
+            return answers.until_accepted(lambda c: self._call_agent(agent_name, c), context)
+        except AgentError as exc:
+            return self._fail(instance_id, version, context.reason, f"agent error: {exc.message}")
+        except RelayError as exc:
+            return self._fail(instance_id, version, context.reason, exc.message)
+        except Exception as exc:
+            return self._fail(
+                instance_id, version, context.reason, f"agent crashed: {type(exc).__name__}: {exc}"
+            )
+
+    # -- agent ---------------------------------------------------------------
+
+    def agent(self, name: str) -> Agent:
+        if name not in self._agents:
+            self._agents[name] = make_agent(name, agent_settings(self.relay.config, name))
+        return self._agents[name]
+
+    def _call_agent(self, name: str, context: TurnContext) -> list[Action]:
+        started = self.timer()
+        try:
+            return self._run_agent(name, context)
+        finally:
+            self._agent_seconds += self.timer() - started
+
+    def _run_agent(self, name: str, context: TurnContext) -> list[Action]:
+        """The agent's actions; a transient failure is tried once more."""
+        agent = self.agent(name)
+        try:
+            return agent.run(context)
+        except AgentError as exc:
+            if not exc.transient:
+                raise
+            log.warning(
+                "instance %s: agent failed; retrying once",
+                context.instance_id,
+                extra={"instance_id": context.instance_id},
+            )
+            log.debug("instance %s: agent error: %s", context.instance_id, exc)
+        try:
+            return agent.run(context)
+        except AgentError as exc:
+            raise AgentError(f"{exc.message} (after one retry)") from exc
+
+    # -- context -------------------------------------------------------------
+
+    def _hold_for_window(
+        self, instance_id: str, version: int, context: TurnContext
+    ) -> TurnOutcome | None:
+        """A first message outside the contact's sending window waits for it to open."""
+        if context.reason is not TurnReason.FIRST_MESSAGE:
+            return None
+        with self.relay.store.transaction() as session:
+            instance = self.committer.locked(session, instance_id, version)
+            if instance is None:
+                return self.committer.discarded(instance_id, context.reason, session)
+            now = self.relay.now()
+            opens = policy.next_window_open(session, instance, self.relay.config, now)
+            if opens <= now:
+                return None
+            instance.not_before = opens
+            instance.lease_owner = None
+            instance.lease_expires_at = None
+            instance.turn_attempts = 0
+            note = f"outside the sending window; first message held until {isoformat(opens)}"
+            return TurnOutcome(instance_id, context.reason.value, instance.state, note=note)
+
+    def _fail(self, instance_id: str, version: int, reason: TurnReason, why: str) -> TurnOutcome:
+        with self.relay.store.transaction() as session:
+            instance = self.committer.locked(session, instance_id, version)
+            if instance is None:
+                return self.committer.discarded(instance_id, reason, session)
+            return self.committer.intervene(session, instance, reason, why)
+
+
+def start_now(relay: Runtime, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
+    """Run one instance's due turn now and deliver what it wrote (``relay start``)."""
+    from relay.engine.backends import Channels
+    from relay.engine.outbox.dispatcher import Dispatcher
+
+    turns = TurnRunner(relay, owner)
+    claimed = turns.claim(1, instance_id=instance_id)
+    if not claimed:
+        return None
+    outcome = turns.run_claimed(*claimed[0])
+    batch = relay.config.settings.daemon.batch
+    Dispatcher(relay, Channels(relay), owner).deliver_due(batch, instance_id=instance_id)
+    return outcome

@@ -1,0 +1,161 @@
+"""Creating many conversations in one statement per table (``relay import``).
+
+The same rows :meth:`relay.engine.verbs.starting.Starting.create` writes, for a batch:
+contacts found or inserted, locked together, their slots read once; each
+conversation CREATED (taking its contact's slot) or QUEUED behind the holder
+(the state machine decides: ``next_state``), with its todos and transition
+rows. A batch that breaks a unique index (an import run twice at once) raises,
+and the caller falls back to one row at a time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from relay.core.states import INITIAL, Event, State, next_state
+from relay.core.values import TodoStatus
+from relay.engine.contacts.addresses import kind_of
+from relay.engine.verbs.new_conversation import merge_contact_fields
+from relay.store import bulk_inserts, reads
+from relay.store.ids import new_instance_id
+from relay.store.models import Contact
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
+    from relay.engine.verbs.new_conversation import NewConversation
+
+QUEUED_REASON = "another conversation with this contact is live"
+
+
+def create_many(
+    relay: Runtime, session: Session, specs: list[NewConversation], now: datetime, actor: str
+) -> list[tuple[str, str] | str]:
+    """For each spec, ``(instance id, state)`` or the reason it was not started."""
+    people = _contacts(relay, session, [s.address for s in specs], now)
+    locked = reads.lock_contacts(session, [p.id for p in people.values()])
+    busy = reads.slot_holders(session, list(locked))
+    rows: dict[str, list[dict[str, Any]]] = {"instances": [], "todos": [], "transitions": []}
+    results: list[tuple[str, str] | str] = []
+    for spec in specs:
+        person = people[spec.address]
+        state = locked[person.id]
+        if state.opted_out_at is not None:
+            results.append("opted out")
+            continue
+        if state.undeliverable_at is not None:
+            results.append(f"undeliverable: {state.undeliverable_reason}")
+            continue
+        merge_contact_fields(person, spec, now)
+        queued = person.id in busy
+        busy.add(person.id)
+        results.append(_rows(relay, spec, person.id, queued, now, actor, rows))
+    if rows["instances"]:
+        bulk_inserts.insert_conversations(
+            session, rows["instances"], rows["todos"], rows["transitions"]
+        )
+    return results
+
+
+def _contacts(
+    relay: Runtime, session: Session, addresses: list[str], now: datetime
+) -> dict[str, Contact]:
+    found = reads.contacts_by_address(session, addresses)
+    missing = sorted(set(addresses) - set(found))
+    if missing:
+        bulk_inserts.insert_contacts(
+            session,
+            [
+                {"address": a, "kind": kind_of(a), "created_at": now, "updated_at": now}
+                for a in missing
+            ],
+        )
+        found = reads.contacts_by_address(session, addresses)
+    return found
+
+
+def _rows(
+    relay: Runtime,
+    spec: NewConversation,
+    contact_id: int,
+    queued: bool,
+    now: datetime,
+    actor: str,
+    rows: dict[str, list[dict[str, Any]]],
+) -> tuple[str, str]:
+    iid = new_instance_id()
+    state = next_state(INITIAL, Event.CONTACT_HAS_ACTIVE_INSTANCE) if queued else INITIAL
+    window = spec.window or relay.config.settings.defaults.window
+    rows["instances"].append(_instance_row(spec, iid, contact_id, state, window, now))
+    rows["todos"] += _todo_rows(spec, iid, now)
+    rows["transitions"] += _transition_rows(iid, state, actor, now)
+    return iid, state.value
+
+
+def _instance_row(
+    spec: NewConversation,
+    iid: str,
+    contact_id: int,
+    state: State,
+    window: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    queued = state is not INITIAL
+    return {
+        "id": iid,
+        "contact_id": contact_id,
+        "contact_slot": None if queued else contact_id,
+        "state": state.value,
+        "objective": spec.objective,
+        "subject": spec.subject,
+        "channel": spec.channel,
+        "agent": spec.agent,
+        "window": window,
+        "heartbeat_seconds": int(spec.heartbeat.total_seconds()),
+        "max_followups": spec.max_followups,
+        "follow_up_count": 0,
+        "version": 1 if queued else 0,
+        "turn_attempts": 0,
+        "campaign": spec.campaign,
+        "import_key": spec.import_key,
+        "approval": spec.approval,
+        "drafts_pending": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _todo_rows(spec: NewConversation, iid: str, now: datetime) -> list[dict[str, Any]]:
+    from relay.engine.verbs.new_conversation import answer_columns
+
+    return [
+        {
+            "instance_id": iid,
+            "position": position,
+            "text": text,
+            "status": TodoStatus.PENDING.value,
+            "updated_at": now,
+            **answer_columns(spec, position),
+        }
+        for position, text in enumerate(spec.todos, start=1)
+    ]
+
+
+def _transition_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
+    """The log of a creation: start, and the move to QUEUED behind a live conversation."""
+    log = {"instance_id": iid, "actor": actor, "created_at": now}
+    created = {**log, "from_state": None, "to_state": INITIAL.value, "event": "start"}
+    found = [{**created, "reason": None}]
+    if state is not INITIAL:
+        found.append(
+            {
+                **log,
+                "from_state": INITIAL.value,
+                "to_state": state.value,
+                "event": Event.CONTACT_HAS_ACTIVE_INSTANCE.value,
+                "reason": QUEUED_REASON,
+            }
+        )
+    return found

@@ -1,0 +1,110 @@
+"""The contact verbs: look a contact up, opt it out or in, set its time zone.
+
+A mixin of :class:`relay.engine.verbs.service.Relay`; each verb is one transaction,
+audited as a contact-level command (no instance).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from sqlalchemy.orm import Session
+
+from relay.engine.contacts import book as contacts
+from relay.engine.contacts.addresses import Address
+from relay.engine.conversation import audit
+from relay.engine.views.instances import ContactView, MessageView
+from relay.store import contact_rows, queries
+from relay.store.database import Store
+
+if TYPE_CHECKING:
+    from relay.engine.contacts.chat_links import ChatLink
+    from relay.engine.verbs.service import Relay
+    from relay.store.models import Contact
+
+
+class ContactVerbs:
+    """The contact verbs of :class:`relay.engine.verbs.service.Relay`."""
+
+    store: Store
+    if TYPE_CHECKING:
+
+        def now(self) -> datetime: ...
+
+        def who(self) -> str: ...
+
+        def normalise(self, contact: str) -> str: ...
+
+        def address(self, contact: str) -> Address: ...
+
+    def _contact(self, session: Session, address: str, *, create: bool) -> Contact:
+        if not create:
+            return contacts.find(session, address)
+        return contacts.find_or_create(session, self.address(address), self.now())
+
+    def contact_link(self, channel: str, contact: str) -> ChatLink:
+        """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
+        ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
+        from relay.engine.contacts import chat_links
+        relay = cast("Relay", self)
+        return chat_links.link(relay, channel, relay.channel(channel), contact)
+
+    def contact(self, contact: str) -> ContactView:
+        address = self.normalise(contact)
+        with self.store.read_transaction() as session:
+            person = self._contact(session, address, create=False)
+            return self._contact_view(session, person)
+
+    def _contact_view(self, session: Session, person: Contact) -> ContactView:
+        holder = queries.slot_holder(session, person.id)
+        waiting = queries.queued_instances(session, person.id)
+        unrouted = contact_rows.unrouted_of(session, person.id)
+        return ContactView(
+            address=person.address,
+            kind=person.kind,
+            timezone=person.timezone,
+            opted_out_at=person.opted_out_at,
+            live_instance=holder.id if holder else None,
+            queued=tuple(i.id for i in waiting),
+            unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
+            fields=dict(person.fields or {}),
+        )
+
+    def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
+        """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+        from relay.engine.inbound import ingest as inbound
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
+            self._audit_contact(session, "opt-out", address, reason=reason)
+            return self._contact_view(session, person)
+
+    def opt_in(self, contact: str) -> ContactView:
+        from relay.engine.inbound import ingest as inbound
+        address = self.normalise(contact)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=False)
+            inbound.opt_in(person, self.now())
+            self._audit_contact(session, "opt-in", address)
+            return self._contact_view(session, person)
+
+    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
+        address = self.normalise(contact)
+        if timezone is not None:
+            from relay.engine.verbs.new_conversation import check_timezone
+
+            check_timezone(timezone)
+        with self.store.transaction() as session:
+            person = self._contact(session, address, create=True)
+            if timezone is not None:
+                person.timezone = timezone
+                person.updated_at = self.now()
+            self._audit_contact(session, "contact set", address, timezone=timezone)
+            return self._contact_view(session, person)
+
+    def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:
+        """A contact-level command: in the log without an instance (``relay events``)."""
+        args = {"contact": address, **args}
+        audit.record(session, command, None, args, self.now(), actor=self.who())

@@ -1,0 +1,115 @@
+"""A new conversation, checked and normalised before anything is written.
+
+:meth:`relay.engine.verbs.starting.Starting.prepare` builds one for ``relay start``;
+``relay import`` builds many and writes them in bulk (:mod:`relay.engine.verbs.bulk`),
+so the checks and the todo columns live here, once, for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.store.models import Contact
+
+MAX_TEXT = 10_000
+MAX_FOLLOWUPS = 1000
+MAX_CAMPAIGN = 128
+
+
+@dataclass(frozen=True)
+class NewConversation:
+    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+
+    address: str
+    objective: str
+    todos: tuple[str, ...]
+    subject: str | None
+    heartbeat: timedelta
+    max_followups: int
+    channel: str
+    agent: str
+    window: str | None = None
+    campaign: str | None = None
+    #: One row of one import (``relay import``): unique, so a re-run starts nothing twice.
+    import_key: str | None = None
+    #: Fields to merge into the contact's (an import's columns).
+    contact_fields: dict[str, Any] | None = None
+    timezone: str | None = None
+    #: What kind of answer each todo wants, in todo order (default: free text).
+    answers: tuple[Any, ...] = ()
+    meta: dict[str, Any] | None = None
+    result_schema: dict[str, Any] | None = None
+    #: The conversation's own WhatsApp template (:func:`relay.core.templates.content_template`).
+    template: dict[str, Any] | None = None
+    #: Which of the agent's messages a person approves first (None: none).
+    approval: str | None = None
+
+
+def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:
+    """The todo's answer kind, choices and whether it is required (the same keys
+    for every todo, so a bulk insert can write many rows in one statement)."""
+    if position > len(spec.answers):
+        return {"answer_kind": "text", "answer_spec": None, "required": 1}
+    answer = spec.answers[position - 1]
+    return {
+        "answer_kind": answer.kind.value,
+        "answer_spec": {"choices": list(answer.choices)} if answer.choices else None,
+        "required": int(answer.required),
+    }
+
+
+def clean_text(text: str, what: str) -> str:
+    # NUL never means anything in a message, and PostgreSQL text cannot hold it:
+    # a channel that hands one over must not fail the whole pulse.
+    cleaned = (text or "").replace("\x00", "").strip()
+    if not cleaned:
+        raise InvalidInput(f"{what} must not be empty")
+    if len(cleaned) > MAX_TEXT:
+        raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
+    return cleaned
+
+
+def checked_result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if schema is None:
+        return None
+    from relay.engine.turns.answers import check_schema
+
+    return check_schema(dict(schema))
+
+
+def clean_campaign(name: str | None) -> str | None:
+    """A campaign tag: trimmed, not empty, at most 128 characters."""
+    if name is None:
+        return None
+    cleaned = name.replace("\x00", "").strip()
+    if not cleaned or len(cleaned) > MAX_CAMPAIGN:
+        raise InvalidInput(f"--campaign must be 1 to {MAX_CAMPAIGN} characters")
+    return cleaned
+
+
+def check_timezone(name: str) -> None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInput(
+            f"unknown time zone {name!r} (use an IANA name like Europe/Madrid)"
+        ) from None
+
+
+def merge_contact_fields(person: Contact, spec: NewConversation, now: datetime) -> None:
+    """What a new conversation tells about its contact (an import's columns, a
+    time zone) goes onto the contact, for this and later conversations."""
+    if spec.contact_fields:
+        person.fields = {**(person.fields or {}), **spec.contact_fields}
+        person.updated_at = now
+    if spec.timezone:
+        person.timezone = spec.timezone
+        person.updated_at = now

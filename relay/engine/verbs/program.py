@@ -1,0 +1,155 @@
+"""What a program that drives relay reads: results, the event log, and the checks
+on what it hands in (todo answer kinds, ``meta``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from relay.core.answers import AnswerSpec, parse_spec, parse_todo
+from relay.core.errors import InvalidInput
+from relay.engine.turns.answers import schema_errors
+from relay.engine.views.events import EventView
+from relay.engine.views.instances import MessageView, TodoView
+from relay.engine.views.reports import ResultTodo, ResultView
+from relay.store import contact_rows, queries
+from relay.store import events as store_events
+from relay.store.models import Instance
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
+
+#: The largest ``meta`` object relay keeps (as JSON), so events stay small.
+MAX_META = 4096
+
+
+def todo_specs(todos: Sequence[str | Mapping[str, Any]]) -> list[tuple[str, AnswerSpec]]:
+    """``"TEXT::KIND"`` strings or ``{"text": ..., "answer": KIND}`` objects."""
+    found = []
+    for item in todos:
+        if isinstance(item, Mapping):
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise InvalidInput(f"todo {item!r} needs a text")
+            answer = item.get("answer") or "text"
+            found.append((text, parse_spec(str(answer))))
+        else:
+            found.append(parse_todo(str(item)))
+    return found
+
+
+def check_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not meta:
+        return {}
+    if not all(isinstance(k, str) and k for k in meta):
+        raise InvalidInput("meta keys must be non-empty text")
+    try:
+        size = len(json.dumps(dict(meta), allow_nan=False))
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            "meta must be JSON (text, numbers, true/false, lists, objects)"
+        ) from None
+    if size > MAX_META:
+        raise InvalidInput(f"meta is larger than {MAX_META} bytes as JSON")
+    return dict(meta)
+
+
+def parse_meta(pairs: Sequence[str], flag: str = "--meta") -> dict[str, str]:
+    """``["order=1042", "ticket=T-9"]`` (``relay start --meta``, ``--template-var``)
+    -> a dict; ``flag`` names the option in the error."""
+    meta = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInput(f"{flag} {pair!r}: expected key=value")
+        meta[key.strip()] = value
+    return meta
+
+
+def build_results(session: Session, instances: Sequence[Instance]) -> list[ResultView]:
+    ids = [i.id for i in instances]
+    todos = queries.todos_for(session, ids)
+    message_ids = [t.answer_message_id for ts in todos.values() for t in ts if t.answer_message_id]
+    messages = queries.messages_by_id(session, message_ids)
+    contacts = {i.contact_id for i in instances}
+    addresses = contact_rows.addresses_by_id(session, contacts)
+    results = []
+    for instance in instances:
+        address = addresses.get(instance.contact_id, "")
+        rows = []
+        for todo in todos[instance.id]:
+            message = messages.get(todo.answer_message_id or -1)
+            view = MessageView.build(message, address) if message is not None else None
+            rows.append(ResultTodo(TodoView.build(todo), view))
+        answers = {str(t.todo.id): t.todo.answer for t in rows if t.todo.answered}
+        results.append(
+            ResultView(
+                id=instance.id,
+                contact=address,
+                state=instance.state,
+                todos=tuple(rows),
+                meta=dict(instance.meta or {}),
+                ended_at=instance.ended_at,
+                schema_errors=tuple(_result_errors(instance, answers)),
+            )
+        )
+    return results
+
+
+def _result_errors(instance: Instance, answers: dict[str, Any]) -> list[str]:
+    """The whole result against its schema, once the conversation has ended (before
+    that a missing answer is only not given yet)."""
+    if not instance.result_schema or instance.ended_at is None:
+        return []
+    return schema_errors(instance.result_schema, answers)
+
+
+def parse_cursor(since: int | str | None) -> int:
+    if since is None or since == "":
+        return 0
+    text = str(since).strip()
+    if not text.isdigit():
+        raise InvalidInput(f"invalid cursor {since!r}: a cursor is the number an event gave")
+    return int(text)
+
+
+def read_events(
+    relay: Runtime,
+    *,
+    since: int | str | None,
+    instance_ids: Sequence[str] | None,
+    kinds: Sequence[str] | None,
+    limit: int,
+) -> list[EventView]:
+    after = parse_cursor(since)
+    with relay.store.read_transaction() as session:
+        ids = None
+        if instance_ids is not None:
+            ids = [queries.resolve_instance(session, i).id for i in instance_ids]
+        rows = store_events.read(
+            session,
+            after=after,
+            instance_ids=ids,
+            kinds=list(kinds) if kinds else None,
+            limit=limit,
+        )
+        return [
+            EventView(
+                row.id,
+                row.kind,
+                row.instance_id,
+                row.actor,
+                dict(row.data or {}),
+                dict(meta or {}),
+                row.created_at,
+            )
+            for row, meta in rows
+        ]
+
+
+def last_cursor(relay: Runtime) -> int:
+    with relay.store.read_transaction() as session:
+        return store_events.last_id(session)

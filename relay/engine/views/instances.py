@@ -1,0 +1,400 @@
+"""Read models the API returns: plain frozen values with a stable JSON form.
+
+The CLI renders these; a main agent reads their ``to_json()``. Field names are
+part of relay's public interface, so change them only with a note in the docs.
+Each is built from a mapped object or from a Core row of the same table (the read
+commands' kind): both have the columns as attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Row
+
+from relay.core.clock import isoformat
+from relay.core.forecasts import Forecast, describe
+from relay.core.states import SUCCEEDED, values
+
+if TYPE_CHECKING:
+    from relay.engine.views.events import EventView
+    from relay.store.models import Instance, Message, Todo, Transition
+
+
+@dataclass(frozen=True)
+class TodoView:
+    id: int
+    text: str
+    status: str
+    answer_kind: str = "text"
+    choices: tuple[str, ...] = ()
+    required: bool = True
+    answer: Any = None
+    answer_message_id: int | None = None
+    answered_at: datetime | None = None
+
+    @classmethod
+    def build(cls, todo: Todo | Row[Any]) -> TodoView:
+        choices = tuple((todo.answer_spec or {}).get("choices", ()))
+        return cls(
+            todo.position,
+            todo.text,
+            todo.status,
+            todo.answer_kind or "text",
+            choices,
+            bool(todo.required if todo.required is not None else 1),
+            todo.answer,
+            todo.answer_message_id,
+            todo.answered_at,
+        )
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "status": self.status,
+            "answer_kind": self.answer_kind,
+            "choices": list(self.choices),
+            "required": self.required,
+            "answer": self.answer,
+            "answer_message_id": self.answer_message_id,
+            "answered_at": isoformat(self.answered_at),
+        }
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    id: str
+    contact: str
+    state: str
+    previous_state: str | None
+    objective: str
+    todos: tuple[TodoView, ...]
+    follow_up_count: int
+    max_followups: int
+    heartbeat_seconds: int
+    next_heartbeat_at: datetime | None
+    heartbeat_remaining_seconds: int | None
+    paused_until: datetime | None
+    channel: str
+    agent: str
+    window: str | None
+    failure_reason: str | None
+    end_reason: str | None
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None
+    #: What comes next (None once ended); ``next_message`` words it.
+    forecast: Forecast | None = None
+    subject: str | None = None
+    #: Replies that arrived after the conversation ended (kept, never answered).
+    late_replies: int = 0
+    #: Messages a channel was already handing over when this view was taken (a
+    #: pause or cancel cannot call those back; everything else of it is held).
+    in_flight: int = 0
+    #: Set by ``relay.api.Relay.start`` when it ran the first turn: what was said,
+    #: and whether the channel took it (sent / queued / failed / blocked).
+    first_message: str | None = None
+    first_message_status: str | None = None
+    #: What relay could not do in the first turn (a note for the operator).
+    first_turn_note: str | None = None
+    #: What the program that started it attached (``--meta``), unchanged.
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: Why it is where it is: a failure or end reason, else the latest transition's
+    #: reason (why it waits on a human, was paused or is queued).
+    reason: str | None = None
+    campaign: str | None = None
+    #: Which of the agent's messages a person approves first (first, all; None: none),
+    #: and how many drafts wait for it now.
+    approval: str | None = None
+    drafts_pending: int = 0
+
+    @property
+    def missing_answers(self) -> tuple[int, ...]:
+        """Required todos that have no answer (yet)."""
+        return tuple(t.id for t in self.todos if t.required and not t.answered)
+
+    @property
+    def next_message(self) -> str | None:
+        """What comes next, in words (:func:`relay.core.forecasts.describe`)."""
+        return describe(self.forecast) if self.forecast else None
+
+    @property
+    def result_incomplete(self) -> bool:
+        """COMPLETED although a required todo has no answer: worth a look."""
+        return self.state in values(SUCCEEDED) and bool(self.missing_answers)
+
+    @classmethod
+    def build(
+        cls, instance: Instance | Row[Any], contact: str, todos: list[Any], **extra: Any
+    ) -> InstanceView:
+        """``contact``: the contact's address; ``todos``: as :meth:`TodoView.build` takes."""
+        return cls(
+            id=instance.id,
+            contact=contact,
+            state=instance.state,
+            previous_state=instance.previous_state,
+            objective=instance.objective,
+            todos=tuple(TodoView.build(t) for t in todos),
+            follow_up_count=instance.follow_up_count,
+            max_followups=instance.max_followups,
+            heartbeat_seconds=instance.heartbeat_seconds,
+            next_heartbeat_at=instance.next_heartbeat_at,
+            heartbeat_remaining_seconds=instance.heartbeat_remaining_seconds,
+            paused_until=instance.paused_until,
+            channel=instance.channel,
+            agent=instance.agent,
+            window=instance.window,
+            failure_reason=instance.failure_reason,
+            end_reason=instance.end_reason,
+            created_at=instance.created_at,
+            updated_at=instance.updated_at,
+            ended_at=instance.ended_at,
+            subject=instance.subject,
+            meta=dict(instance.meta or {}),
+            campaign=instance.campaign,
+            approval=instance.approval,
+            drafts_pending=instance.drafts_pending or 0,
+            **extra,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "contact": self.contact,
+            "state": self.state,
+            "previous_state": self.previous_state,
+            "objective": self.objective,
+            "todos": [t.to_json() for t in self.todos],
+            "follow_up_count": self.follow_up_count,
+            "max_followups": self.max_followups,
+            "heartbeat_seconds": self.heartbeat_seconds,
+            "next_heartbeat_at": isoformat(self.next_heartbeat_at),
+            "heartbeat_remaining_seconds": self.heartbeat_remaining_seconds,
+            "paused_until": isoformat(self.paused_until),
+            "channel": self.channel,
+            "agent": self.agent,
+            "window": self.window,
+            "failure_reason": self.failure_reason,
+            "end_reason": self.end_reason,
+            "next_message": self.next_message,
+            "next": self.forecast.to_json() if self.forecast else None,
+            "subject": self.subject,
+            "late_replies": self.late_replies,
+            "in_flight": self.in_flight,
+            "meta": self.meta,
+            "missing_answers": list(self.missing_answers),
+            "result_incomplete": self.result_incomplete,
+            "reason": self.reason,
+            "campaign": self.campaign,
+            "approval": self.approval or "none",
+            "drafts_pending": self.drafts_pending,
+            "created_at": isoformat(self.created_at),
+            "updated_at": isoformat(self.updated_at),
+            "ended_at": isoformat(self.ended_at),
+            **self._first_turn_json(),
+        }
+
+    def _first_turn_json(self) -> dict[str, Any]:
+        if self.first_message_status is None:
+            return {}
+        return {
+            "first_message": self.first_message,
+            "first_message_status": self.first_message_status,
+        }
+
+
+@dataclass(frozen=True)
+class MessageView:
+    id: int
+    instance_id: str | None
+    contact: str
+    direction: str
+    author: str
+    text: str
+    status: str
+    channel: str | None
+    attempts: int
+    last_error: str | None
+    created_at: datetime
+    sent_at: datetime | None
+    kind: str = "message"
+    note: str | None = None
+    delivery_status: str | None = None
+    raw: str | None = None  # inbound: the message as received (a whole email), for audit
+
+    @classmethod
+    def build(cls, message: Message | Row[Any], contact: str) -> MessageView:
+        return cls(
+            id=message.id,
+            instance_id=message.instance_id,
+            contact=contact,
+            direction=message.direction,
+            author=message.author,
+            text=message.body,
+            status=message.status,
+            channel=message.channel,
+            attempts=message.attempts,
+            last_error=message.last_error,
+            created_at=message.created_at,
+            sent_at=message.sent_at,
+            kind=message.kind or "message",
+            note=message.note,
+            delivery_status=message.delivery_status,
+            raw=message.raw,
+        )
+
+    def to_json(self, raw: bool = False) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "instance_id": self.instance_id,
+            "contact": self.contact,
+            "direction": self.direction,
+            "author": self.author,
+            "text": self.text,
+            "status": self.status,
+            "channel": self.channel,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "created_at": isoformat(self.created_at),
+            "sent_at": isoformat(self.sent_at),
+            "kind": self.kind,
+            "note": self.note,
+            "delivery_status": self.delivery_status,
+            **({"raw": self.raw} if raw else {}),
+        }
+
+
+@dataclass(frozen=True)
+class TransitionView:
+    instance_id: str
+    from_state: str | None
+    to_state: str | None
+    event: str
+    actor: str
+    reason: str | None
+    at: datetime
+    #: ``transition`` (a state change) or ``command`` (an operator command, audited).
+    kind: str = "transition"
+    args: dict[str, Any] | None = None
+
+    @classmethod
+    def command(cls, event: EventView) -> TransitionView:
+        """An audited operator command, as a row of ``relay history``."""
+        return cls(
+            event.instance_id or "",
+            None,
+            None,
+            str(event.data.get("command")),
+            event.actor or "?",
+            None,
+            event.at,
+            "command",
+            dict(event.data.get("args") or {}),
+        )
+
+    @classmethod
+    def build(cls, row: Transition | Row[Any]) -> TransitionView:
+        return cls(
+            row.instance_id,
+            row.from_state,
+            row.to_state,
+            row.event,
+            row.actor,
+            row.reason,
+            row.created_at,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "from_state": self.from_state,
+            "to_state": self.to_state,
+            "event": self.event,
+            "actor": self.actor,
+            "reason": self.reason,
+            "at": isoformat(self.at),
+            "kind": self.kind,
+            "args": self.args,
+        }
+
+
+@dataclass(frozen=True)
+class ContactView:
+    address: str
+    kind: str
+    timezone: str | None
+    opted_out_at: datetime | None
+    live_instance: str | None
+    queued: tuple[str, ...]
+    unrouted: tuple[MessageView, ...] = ()
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "contact": self.address,
+            "kind": self.kind,
+            "timezone": self.timezone,
+            "fields": self.fields,
+            "opted_out": self.opted_out_at is not None,
+            "opted_out_at": isoformat(self.opted_out_at),
+            "live_instance": self.live_instance,
+            "queued": list(self.queued),
+            "unrouted": [m.to_json() for m in self.unrouted],
+        }
+
+
+@dataclass(frozen=True)
+class DaemonView:
+    id: str
+    host: str
+    pid: int
+    started_at: datetime
+    last_pulse_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "host": self.host,
+            "pid": self.pid,
+            "started_at": isoformat(self.started_at),
+            "last_pulse_at": isoformat(self.last_pulse_at),
+        }
+
+
+@dataclass(frozen=True)
+class StatusView:
+    states: dict[str, int]
+    queue_depth: int
+    outbox_pending: int
+    outbox_failed: int
+    unrouted_inbound: int
+    work_due: int
+    #: Inbound kept on conversations that had already ended, not yet looked at.
+    late_inbound: int = 0
+    #: Inbound kept aside because its sender is no address relay can use.
+    rejected_inbound: int = 0
+    daemons: tuple[DaemonView, ...] = ()
+    last_daemon_seen: datetime | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "states": self.states,
+            "queue_depth": self.queue_depth,
+            "outbox_pending": self.outbox_pending,
+            "outbox_failed": self.outbox_failed,
+            "unrouted_inbound": self.unrouted_inbound,
+            "late_inbound": self.late_inbound,
+            "rejected_inbound": self.rejected_inbound,
+            "work_due": self.work_due,
+            "daemons": [d.to_json() for d in self.daemons],
+            "last_daemon_seen": isoformat(self.last_daemon_seen),
+            "warnings": list(self.warnings),
+        }
