@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.approval import after_approval
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput, NotFound, Refused
-from relay.core.states import Event, State
+from relay.core.states import HEARTBEAT_STATE, TRANSITIONS, Event, State
 from relay.core.values import Author, MessageStatus
 from relay.engine.conversation import audit, events, scoped_state
 from relay.engine.outbox.outgoing import REJECTED_KEY, queue_outbound
@@ -145,7 +145,10 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
         events.record(session, events.Kind.DRAFT, instance.id, data, now, actor=actor)
         audit.record(session, "reject", instance.id, {"message_id": draft.id}, now, actor=actor)
         _one_less(instance, None)
-        if instance.state == State.WAITING_FOR_REPLY.value and not instance.drafts_pending:
+        if (
+            Event.DRAFT_REJECTED in TRANSITIONS[State(instance.state)]
+            and not instance.drafts_pending
+        ):
             transitions.apply_event(
                 session, instance, Event.DRAFT_REJECTED, now=now, actor=actor, reason=why
             )
@@ -188,7 +191,7 @@ def _one_less(instance: Instance, written: datetime | None) -> None:
     has the whole silence from the moment it reaches them. A rejection passes
     None: nothing went out."""
     instance.drafts_pending = max(0, (instance.drafts_pending or 0) - 1)
-    if instance.drafts_pending or instance.state != State.WAITING_FOR_REPLY.value:
+    if instance.drafts_pending or State(instance.state) is not HEARTBEAT_STATE:
         return
     if written is None:
         return
