@@ -7,7 +7,7 @@ concurrent CLI commands and inbox replies, then a check of the store and the con
 
 Prints the seed first (``--seed`` replays a run's choices, not its timing), then a
 table and one JSON line of the figures: deliveries, kills, lost, duplicates,
-post_cancel, post_pause, out_of_order, stranded, doctor. Exit 0 when every count
+post_cancel, post_pause, post_opt_out, out_of_order, stranded, doctor. Exit 0 when every count
 that must be zero is zero and the daemons settled. The workload and the checks are
 ``tests/acceptance/chaoslib.py``, shared with the quick test in the suite.
 """

@@ -54,6 +54,7 @@ from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsV
 from relay.store.opening import open_store
 
 if TYPE_CHECKING:
+    from relay.engine.backends import channels_of_type
     from relay.engine.contacts.chat_links import ChatLink
     from relay.engine.inbound.ingest import IngestReport
     from relay.engine.verbs.campaigns import ImportReport
@@ -93,6 +94,7 @@ __all__ = [
     "TransitionView",
     "Undeliverable",
     "WatchRow",
+    "channels_of_type",
     "configure_logging",
     "create_database",
     "daemon_log_path",
@@ -113,6 +115,7 @@ _LAZY = {
     "ChatLink": "relay.engine.contacts.chat_links",
     "DraftView": "relay.engine.verbs.drafts",
     "ImportReport": "relay.engine.verbs.campaigns",
+    "channels_of_type": "relay.engine.backends",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.verbs.program",
 }

@@ -163,10 +163,24 @@ def find_config_path(explicit: str | Path | None = None) -> Path | None:
     return _nearest(Path.cwd(), CONFIG_NAME)
 
 
+#: Folders (os.pathsep-separated) where the upward search stops before looking,
+#: as git's GIT_CEILING_DIRECTORIES: a stray relay.toml or .relay/ in /tmp or a
+#: home folder must not capture a run (or a test) in a folder below it.
+CEILING_ENV = "RELAY_CEILING_DIRECTORIES"
+
+
+def _ceilings() -> set[Path]:
+    value = os.environ.get(CEILING_ENV, "")
+    return {Path(part).resolve() for part in value.split(os.pathsep) if part}
+
+
 def _nearest(start: Path, name: str) -> Path | None:
     """``start/name`` or the same name in the nearest folder above that has it."""
     here = start.resolve()
+    ceilings = _ceilings()
     for folder in (here, *here.parents):
+        if folder in ceilings:
+            return None
         candidate = folder / name
         if candidate.is_file():
             return candidate
@@ -194,6 +208,13 @@ def load_config(
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 (byte {exc.start}: {exc.object[exc.start : exc.start + 1]!r});"
+                " TOML files are UTF-8"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read it: {exc.strerror or exc}") from None
         for key, value in _flatten(data).items():
             check_key(key, str(path))
             check_value(key, value, str(path))

@@ -66,6 +66,8 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("RELAY_") and name not in _KEEP_ENV:
             monkeypatch.delenv(name)
     monkeypatch.setenv("NO_COLOR", "1")
+    # a relay.toml or .relay/ left in /tmp (or above) must not capture the test
+    monkeypatch.setenv("RELAY_CEILING_DIRECTORIES", str(tmp_path.parent))
 
 
 # -- PostgreSQL server: a per-session template, a database per test --------------

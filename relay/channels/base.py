@@ -145,6 +145,20 @@ class Receipt:
 
 
 @dataclass(frozen=True)
+class Rejected:
+    """Something that arrived and cannot be read as a message (a mail the parser
+    cannot take, a malformed line or update): kept aside with the reason, listed by
+    ``relay inbox --kind rejected``, so that the position moves past it without
+    losing it, and it never holds back what came after it."""
+
+    reason: str
+    #: What arrived, as a column can hold it (:func:`relay.core.storable.raw_for_store`).
+    raw: str = ""
+    sender: str = ""
+    provider_message_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Incoming:
     """What one poll (or one pushed request) brought in.
 
@@ -156,6 +170,7 @@ class Incoming:
     messages: Sequence[Inbound] = ()
     receipts: Sequence[Receipt] = ()
     cursor: str | None = None
+    rejected: Sequence[Rejected] = ()
 
 
 class Channel(Protocol):

@@ -25,8 +25,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from relay.channels.base import ChannelError, Inbound, Incoming, Outbound, setting_flag
+from relay.channels.base import (
+    ChannelError,
+    Inbound,
+    Incoming,
+    Outbound,
+    Rejected,
+    setting_flag,
+)
 from relay.core.clock import Clock, SystemClock, ensure_utc, isoformat
+from relay.core.storable import raw_for_store
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +59,18 @@ def _setting_path(settings: Mapping[str, Any], key: str, default_name: str) -> P
 
 @contextmanager
 def _locked(path: Path, mode: str) -> Iterator[IO[Any]]:
-    """Open ``path`` and hold an exclusive lock on it; closing the file releases the lock."""
+    """Open ``path`` and hold an exclusive lock on it; closing the file releases the lock.
+
+    Created owner-only (0600) whoever calls, the CLI or the Python API: it holds
+    what contacts are told."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, mode) as handle:
+    with open(path, mode, opener=_owner_only) as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         yield handle
+
+
+def _owner_only(name: str, flags: int) -> int:
+    return os.open(name, flags, 0o600)
 
 
 def _complete_lines(data: bytes, start: int) -> tuple[list[tuple[int, bytes]], int]:
@@ -172,9 +187,10 @@ class ConsoleChannel:
                 offset = 0
             handle.seek(offset)
             lines, consumed = _complete_lines(handle.read(), offset)
-        found = (_inbound(raw, pos, self.inbox) for pos, raw in lines if raw)
-        messages = [message for message in found if message is not None]
-        return Incoming(messages=messages, cursor=str(offset + consumed))
+        found = [_inbound(raw, pos, self.inbox) for pos, raw in lines if raw]
+        messages = [item for item in found if isinstance(item, Inbound)]
+        rejected = [item for item in found if isinstance(item, Rejected)]
+        return Incoming(messages=messages, cursor=str(offset + consumed), rejected=rejected)
 
     def _legacy_offset(self) -> int:
         try:
@@ -232,18 +248,20 @@ def _parse_offset(text: str) -> int:
         return 0
 
 
-def _inbound(raw: bytes, offset: int, source: Path) -> Inbound | None:
-    """One inbox line as an Inbound; a malformed line is logged and skipped, not retried forever."""
+def _inbound(raw: bytes, offset: int, source: Path) -> Inbound | Rejected:
+    """One inbox line as an Inbound; a malformed line is kept aside as rejected
+    (``relay inbox --kind rejected``), not retried forever and not lost."""
     try:
         data = json.loads(raw)
         sender, text = str(data["from"]).strip(), str(data["text"])
         received_at = _parse_time(data.get("received_at"))
-    except (ValueError, KeyError, TypeError) as exc:
-        log.warning("%s: skipping line at byte %d: %s", source, offset, exc)
-        return None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.warning("%s: malformed line at byte %d kept aside: %r", source, offset, exc)
+        why = f"malformed line at byte {offset} of {source.name}: {type(exc).__name__}: {exc}"
+        return Rejected(why, raw_for_store(raw))
     if not sender:
-        log.warning("%s: skipping line at byte %d: empty 'from'", source, offset)
-        return None
+        log.warning("%s: line at byte %d kept aside: empty 'from'", source, offset)
+        return Rejected(f"line at byte {offset} of {source.name}: empty 'from'", raw_for_store(raw))
     # A stable id per line lets the store recognise a line it has already seen.
     digest = hashlib.sha256(raw).hexdigest()[:8]
     provider_id = str(data.get("id") or f"console-in-{offset}-{digest}")

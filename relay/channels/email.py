@@ -26,6 +26,7 @@ from relay.channels.base import (
     Outbound,
     PermanentChannelError,
     Receipt,
+    Rejected,
     secret_from_env,
     setting_flag,
     setting_required,
@@ -260,23 +261,26 @@ class EmailChannel:
         """The mail after ``cursor``: replies, auto-replies, unsubscribes and bounces."""
         if self.imap is None:
             return Incoming(cursor=cursor)
-        from relay.channels.mail.parse import Mailbox, parse_mail
+        from relay.channels.mail.headers import unreadable_mail
+        from relay.channels.mail.parse import MAX_RAW, Mailbox, parse_mail
 
         fetched, moved = self.poller().fetch(cursor)
         mailbox = Mailbox(self.identity.address, self.identity.unsubscribe_address)
         messages: list[Inbound] = []
         receipts: list[Receipt] = []
+        rejected: list[Rejected] = []
         for item in fetched:
             try:
                 meaning = parse_mail(item.raw, item.arrived, mailbox)
-            except Exception:  # one malformed mail must not stop the mailbox forever
-                log.exception("channel %s: cannot read mail UID %s; skipped", self.name, item.uid)
+            except Exception as exc:  # one malformed mail must not stop the mailbox forever
+                log.warning("channel %s: cannot read mail UID %s: %r", self.name, item.uid, exc)
+                rejected.append(unreadable_mail(item.uid, item.raw[:MAX_RAW], exc))
                 continue
             if isinstance(meaning, Receipt):
                 receipts.append(meaning)
             elif meaning is not None:
                 messages.append(meaning)
-        return Incoming(messages=messages, receipts=receipts, cursor=moved)
+        return Incoming(messages=messages, receipts=receipts, cursor=moved, rejected=rejected)
 
     def poller(self) -> ImapPoller:
         """One poller per channel object, so its backoff spans the daemon's polls."""

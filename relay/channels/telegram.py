@@ -24,6 +24,7 @@ from relay.channels.base import (
     Incoming,
     Outbound,
     PermanentChannelError,
+    Rejected,
     missing_env,
     secret_from_env,
     setting_flag,
@@ -85,9 +86,21 @@ class TelegramChannel:
         updates = self._call("getUpdates", params, wait=self.poll_timeout)
         if not updates:
             return Incoming(cursor=cursor)
-        messages = [m for m in (parse_update(u) for u in updates) if m is not None]
-        newest = max(int(u["update_id"]) for u in updates)
-        return Incoming(messages=messages, cursor=str(newest + 1))
+        messages: list[Inbound] = []
+        rejected: list[Rejected] = []
+        for update in updates:
+            try:
+                message = parse_update(update)
+            except (ValueError, TypeError, AttributeError, KeyError, OverflowError) as exc:
+                raw = json.dumps(update, ensure_ascii=False, default=str)
+                why = f"malformed update: {type(exc).__name__}: {exc}"
+                rejected.append(Rejected(why, raw, provider_message_id=_update_id(update)))
+                continue
+            if message is not None:
+                messages.append(message)
+        newest = max((n for n in map(_update_number, updates) if n >= 0), default=None)
+        moved = cursor if newest is None else str(newest + 1)
+        return Incoming(messages=messages, cursor=moved, rejected=rejected)
 
     def check(self) -> list[str]:
         return missing_env(self.name, "token_env", self.token_env)
@@ -187,6 +200,19 @@ def parse_update(update: Mapping[str, Any]) -> Inbound | None:
         raw=json.dumps(update, ensure_ascii=False),
         bind_token=start_parameter(message["text"]),
     )
+
+
+def _update_number(update: Any) -> int:
+    """An update's id; one without a usable id (never sent by Telegram) counts as -1."""
+    try:
+        return int(update["update_id"])
+    except (KeyError, TypeError, ValueError):
+        return -1
+
+
+def _update_id(update: Any) -> str | None:
+    number = _update_number(update)
+    return None if number < 0 else f"update-{number}"
 
 
 def start_parameter(text: str) -> str | None:

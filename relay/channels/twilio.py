@@ -333,7 +333,7 @@ def parse_status(form: Mapping[str, str]) -> Receipt | None:
         error=error,
         permanent=code in PERMANENT_CODES,
         opted_out=code == 21610,
-        at=datetime.now(UTC),
+        at=None,  # a callback states no time of its own: recorded at arrival, never "later"
     )
 
 

@@ -30,6 +30,7 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
             ("live instance", view.live_instance),
             ("queued", ", ".join(view.queued) or "-"),
+            *([("in flight", str(view.in_flight))] if view.in_flight else []),
         ]
     )
     if view.unrouted:
@@ -76,6 +77,7 @@ def list_(
             ]
             for r in rows
         ),
+        empty="No contacts yet.",
     )
 
 
@@ -107,7 +109,12 @@ def opt_out(
     reason: Annotated[str, typer.Option(help="Why; kept with the contact.")] = "operator",
     json_out: JsonOption = False,
 ) -> None:
-    """Opt a contact out: end its live conversation, fail queued ones, block all delivery."""
+    """Opt a contact out: end its live conversation, fail queued ones, block all delivery.
+
+    It returns once the sends to the contact already under way have settled (at
+    most 10 s) and reports them as in_flight: nothing else reaches the contact
+    after it returns.
+    """
     _print(state.relay().opt_out(contact, reason=reason), json_out)
 
 

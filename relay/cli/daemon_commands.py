@@ -40,7 +40,10 @@ def daemon(
         return
     if detached:
         # No terminal to echo to: echoing into a closed pipe would fail every delivery.
-        state.set_override("channels.console.echo", False)
+        from relay.api import channels_of_type
+
+        for name in channels_of_type(state.config(), "console"):
+            state.set_override(f"channels.{name}.echo", False)
     _run_foreground(log_format, log_file, verbose)
 
 

@@ -28,7 +28,10 @@ def tick(
         render.emit_json(report.to_json())
         return
     if report.idle:
-        render.line("nothing due")
+        render.line("Nothing due.")
+        for error in report.errors:
+            render.warn(error)
+        return
     for turn in report.turns:
         what = f"{turn.instance_id} {turn.reason} → {turn.state}"
         if turn.discarded or turn.note:

@@ -39,6 +39,7 @@ def inbox(
             render.Col("text", "text"),
         ],
         ([i.kind, i.id, render.when(i.at), i.sender, i.instance_id or "-", i.text] for i in items),
+        empty="The inbox is empty: every inbound message went to its conversation.",
     )
 
 

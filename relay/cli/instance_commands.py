@@ -185,7 +185,10 @@ def list_(
 ) -> None:
     """List instances, newest first."""
     relay = state.relay()
-    views = relay.instances(state=state_filter, contact=contact, limit=limit, campaign=campaign)
+    # One more than asked says whether the list stopped at its limit.
+    views = relay.instances(state=state_filter, contact=contact, limit=limit + 1, campaign=campaign)
+    more = len(views) > limit
+    views = views[:limit]
     if json_out:
         data = [v.to_json() for v in views]
         if results:
@@ -195,6 +198,8 @@ def list_(
         render.emit_json(data)
         return
     instance_render.render_list(views)
+    if more:
+        render.note(f"Showing the newest {limit}; --limit {limit * 4} shows more.")
 
 
 def show(

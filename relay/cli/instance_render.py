@@ -10,9 +10,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from relay.cli import render
 from relay.core.durations import format_duration
 from relay.core.forecasts import describe
+from relay.core.states import LIFECYCLE
 
 if TYPE_CHECKING:
     from relay.api import InstanceView, MessageView, StatusView, TransitionView
@@ -138,6 +141,7 @@ def render_list(views: list[InstanceView]) -> None:
             ]
             for v in views
         ),
+        empty="No conversations match.",
     )
 
 
@@ -155,6 +159,7 @@ def print_messages(messages: list[MessageView]) -> None:
             ]
             for m in messages
         ),
+        empty="No messages yet.",
     )
 
 
@@ -189,7 +194,7 @@ def print_status(view: StatusView, now: datetime) -> None:
     render.table(
         "instances by state",
         ["state", render.Col("count", justify="right")],
-        ([render.state_text(k), v] for k, v in sorted(view.states.items())),
+        ([render.state_text(s), view.states.get(s.value, 0)] for s in LIFECYCLE),
     )
     render.fields(
         [
@@ -218,22 +223,50 @@ def print_status(view: StatusView, now: datetime) -> None:
         render.warn(warning)
 
 
+HISTORY_COLUMNS = ("time", "from", "to", "event", "actor", render.Col("reason", "wrap"))
+
+
 def print_history(rows: list[TransitionView]) -> None:
-    render.table(
-        "history",
-        ["time", "from", "to", "event", "actor", render.Col("reason", "wrap")],
-        (
-            [
-                render.when(r.at),
-                render.state_text(r.from_state) if r.from_state else "-",
-                render.state_text(r.to_state) if r.to_state else "-",
-                r.event if r.kind != "command" else f"$ {r.event}",
-                r.actor,
-                r.reason if r.kind != "command" else render.arguments(r.args or {}),
-            ]
-            for r in rows
-        ),
-    )
+    """A table where it fits with states and actors whole and the reason at least
+    24 wide; otherwise each change on its own line, its reason indented below (a
+    narrow table would fold words and cut states to the same prefix)."""
+    cells = [
+        [
+            render.when(r.at),
+            render.state_text(r.from_state) if r.from_state else "-",
+            render.state_text(r.to_state) if r.to_state else "-",
+            r.event if r.kind != "command" else f"$ {r.event}",
+            r.actor,
+            _why(r),
+        ]
+        for r in rows
+    ]
+    if not rows:
+        render.line("No history.")
+    elif not render.is_terminal() or render.fits(HISTORY_COLUMNS, cells):
+        render.table("history", HISTORY_COLUMNS, cells)
+    else:
+        for row in rows:
+            _history_entry(row)
+
+
+def _why(row: TransitionView) -> str:
+    return row.reason or "" if row.kind != "command" else render.arguments(row.args or {})
+
+
+def _history_entry(row: TransitionView) -> None:
+    line = Text(f"{render.when(row.at)}  ")
+    if row.kind == "command":
+        line += Text(render.clean(f"$ {row.event}"), style="bold")
+    else:
+        line += render.state_text(row.from_state) if row.from_state else Text("-")
+        line += Text(" → ")
+        line += render.state_text(row.to_state) if row.to_state else Text("-")
+        line += Text(render.clean(f"  {row.event}"))
+    line += Text(render.clean(f"  by {row.actor}"))
+    render.styled(line)
+    if why := _why(row):
+        render.styled(Text(render.clean(f"    {why}"), style="dim"))
 
 
 def print_started(view: InstanceView, *, json_out: bool) -> None:

@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from relay import __version__
-from relay.cli import coercion, placeholders, render, resume_collector
+from relay.cli import coercion, panels, placeholders, render, resume_collector
 from relay.cli.session import state
 from relay.core.errors import RelayError
 from relay.core.refusals import message_of
@@ -46,6 +46,9 @@ class RelayGroup(TyperGroup):
     sees exactly what a user sees.
     """
 
+    def list_commands(self, ctx: Any) -> list[str]:
+        return panels.ordered(super().list_commands(ctx))
+
     def invoke(self, ctx: Any) -> Any:
         # Everything relay writes (database, logs, console files, PID file) names
         # contacts or holds their words: owner-only, whatever the caller's umask.
@@ -64,13 +67,43 @@ class RelayGroup(TyperGroup):
             os.dup2(devnull, sys.stdout.fileno())
             ctx.exit(0)
         except Exception as exc:
+            if _is_usage_error(exc):
+                render.error(_usage(exc))
+                ctx.exit(2)
             if _is_framework_exception(exc):
-                raise  # usage errors and exits: the framework prints and exits
+                raise  # exits: the framework ends the process
             render.error(_describe(exc))
             ctx.exit(2)
         finally:
             state.close()
             os.umask(umask)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """The root's own options (``relay --bogus``): a usage error is one line too."""
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:
+            if not _is_usage_error(exc):
+                raise
+            render.error(_usage(exc))
+            ctx.exit(2)
+            raise  # not reached: ctx.exit raises
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """click's UsageError (a bad value, an unknown option or command), whichever
+    click Typer uses; ``--help`` and exits are not errors."""
+    return _is_framework_exception(exc) and any(
+        kind.__name__ == "UsageError" for kind in type(exc).__mro__
+    )
+
+
+def _usage(exc: Any) -> str:
+    """A usage error as the documented one line, with where to find help."""
+    message = " ".join(str(exc.format_message()).split()).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    where = getattr(getattr(exc, "ctx", None), "command_path", None) or "relay"
+    return f"{message} (see '{where} -h')"
 
 
 placeholders.install()
@@ -170,6 +203,7 @@ def register() -> None:
         serve_commands,
     ):
         module.register(app)
+    panels.apply(app)
 
 
 register()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 from rich.text import Text
 
-from relay.core.clock import isoformat
+from relay.core.clock import readable
 from relay.core.jsonshape import versioned
 from relay.core.secrets import mask_text
 from relay.core.states import FAMILIES as STATE_FAMILIES
@@ -88,7 +88,7 @@ def line(text: str = "") -> None:
 def when(value: datetime | None) -> str:
     if value is None:
         return "-"
-    return (isoformat(value.replace(microsecond=0)) or "-").replace("T", " ")
+    return readable(value)
 
 
 def ago(value: datetime | None, now: datetime | None = None) -> str:
@@ -117,6 +117,16 @@ FAMILIES: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
+#: Names for a narrow column that still tell every state apart (those not named
+#: here are short already); ``relay watch`` uses them below full width.
+SHORT_STATES: dict[str, str] = {
+    "WAITING_FOR_REPLY": "WAIT REPLY",
+    "WAITING_FOR_AGENT": "WAIT AGENT",
+    "HEARTBEAT_SCHEDULED": "HEARTBEAT",
+    "NEEDS_HUMAN_INTERVENTION": "NEEDS HUMAN",
+}
+
+
 def family(state_name: str) -> str:
     """``live``, ``waiting``, ``needs you``, ``done`` or ``failed``."""
     for name, (_style, members) in FAMILIES.items():
@@ -125,9 +135,11 @@ def family(state_name: str) -> str:
     return "live"
 
 
-def state_text(state_name: str, suffix: str = "") -> Text:
-    """A state in its family's colour (plain where colour is off)."""
-    return Text(clean(state_name) + clean(suffix), style=FAMILIES[family(state_name)][0])
+def state_text(state_name: str, suffix: str = "", *, short: bool = False) -> Text:
+    """A state in its family's colour (plain where colour is off); ``short``: its
+    narrow-column name (:data:`SHORT_STATES`)."""
+    shown = SHORT_STATES.get(state_name, state_name) if short else state_name
+    return Text(clean(shown) + clean(suffix), style=FAMILIES[family(state_name)][0])
 
 
 @dataclass(frozen=True)
@@ -169,14 +181,25 @@ def _widths(specs: Sequence[Col], rows: Sequence[Sequence[Text]], total: int) ->
     return widths
 
 
-def table(title: str | None, columns: Sequence[str | Col], rows: Iterable[Sequence[Any]]) -> None:
+def table(
+    title: str | None,
+    columns: Sequence[str | Col],
+    rows: Iterable[Sequence[Any]],
+    *,
+    empty: str | None = None,
+) -> None:
     """A table: Rich on a terminal; a header plus tab-separated rows when piped.
 
     Columns are sized to their content: ids and states never wrap, long text is
     cut with an ellipsis (see :class:`Col`; a plain name is a ``key`` column).
+    With no rows a terminal gets the sentence ``empty`` instead of an empty table
+    (piped, the header alone: a reader counts no rows).
     """
     specs = [c if isinstance(c, Col) else Col(c) for c in columns]
     materialised = [[cell(c) for c in row] for row in rows]
+    if not materialised and is_terminal():
+        line(empty or f"No {title or 'rows'}.")
+        return
     if not is_terminal():
         sys.stdout.write("\t".join(c.name for c in specs) + "\n")
         for row in materialised:
@@ -206,6 +229,27 @@ def _fit(
             break
         keep.remove(optional[-1])
     return [specs[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def fits(columns: Sequence[str | Col], rows: Iterable[Sequence[Any]], *, least: int = 24) -> bool:
+    """Whether a table of these rows fits the terminal with its ``key`` columns whole
+    and every other column at least ``least`` wide (or as wide as its content):
+    when not, a command prints its rows another way rather than fold words."""
+    specs = [c if isinstance(c, Col) else Col(c) for c in columns]
+    cells = [[cell(c) for c in row] for row in rows]
+    width = 1
+    for i, column in enumerate(specs):
+        content = max([len(column.name), *(row[i].cell_len for row in cells)])
+        width += 3 + (content if column.kind == "key" else min(content, least))
+    return width <= console().width
+
+
+def styled(text: Text) -> None:
+    """One line built of :class:`Text` pieces (colours kept); wraps at words."""
+    if is_terminal():
+        console().print(text)
+    else:
+        sys.stdout.write(text.plain + "\n")
 
 
 def rich_table(title: str | None, specs: Sequence[Col], rows: Sequence[Sequence[Text]]) -> Table:
@@ -243,6 +287,15 @@ def error(message: str) -> None:
 def stderr_is_terminal() -> bool:
     """Whether a person watches stderr (progress lines go there, never to stdout)."""
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def note(message: str) -> None:
+    """A sentence about the output (it stopped at a limit): under it on a terminal;
+    on stderr when piped, so the rows a reader parses stay rows."""
+    if is_terminal():
+        console().print(Text(clean(message), style="dim"))
+    else:
+        sys.stderr.write(f"relay: {clean(message)}\n")
 
 
 def warn(message: str) -> None:

@@ -24,6 +24,12 @@ def ensure_utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
+def readable(value: datetime) -> str:
+    """The one form people read a time in, everywhere (``2026-03-01 09:30:00Z``):
+    UTC to the second, a space for the ISO ``T``."""
+    return (isoformat(value.replace(microsecond=0)) or "").replace("T", " ")
+
+
 def isoformat(value: datetime | None) -> str | None:
     """ISO 8601 UTC with a ``Z`` suffix, the form every --json output uses."""
     if value is None:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from relay.core.clock import isoformat
+from relay.core.clock import isoformat, readable
 from relay.core.durations import format_duration
 
 RUNNER = "the daemon or `relay tick` runs it"
@@ -162,4 +162,4 @@ _WORDS = {
 def _at(moment: datetime | None) -> str:
     if moment is None:
         return "-"
-    return isoformat(moment.replace(microsecond=0)) or "-"
+    return readable(moment)

@@ -34,6 +34,15 @@ _QUERY = re.compile(
 )
 
 
+#: Authorization: Bearer abc, X-Api-Key: abc, Cookie: a=b (as an error may quote them).
+_HEADER_NAMES = ("authorization", "api-key", "api_key", "auth-token", "cookie")
+_HEADER = re.compile(
+    r"(?P<head>\b(?:proxy-)?(?:authorization|x-api-key|api-key|api_key|x-auth-token|cookie)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest)\s+)?)[^\s,;'\"]+",
+    re.IGNORECASE,
+)
+
+
 def is_secret_key(key: str) -> bool:
     """Whether a setting (``channels.email.password``) holds a secret itself.
 
@@ -72,12 +81,22 @@ def _secret_param(name: str) -> bool:
 
 
 def mask_text(text: str) -> str:
-    """Mask every URL password and secret query parameter inside free text
-    (error messages, log lines), wherever it appears."""
+    """Mask every URL password, secret query parameter and credential header
+    (``Authorization: Bearer ...``) inside free text (error messages, log lines),
+    wherever it appears."""
+    lowered = text.lower()
+    if any(name in lowered for name in _HEADER_NAMES):
+        text = _HEADER.sub(lambda m: m.group("head") + MASK, text)
     if "://" not in text and "=" not in text:
         return text  # neither pattern can match: most log lines, searched for free
     text = _USERINFO.sub(lambda m: m.group("head") + MASK + "@", text)
     return _QUERY.sub(lambda m: m.group("head") + MASK, text)
+
+
+def mask_optional(text: str | None) -> str | None:
+    """:func:`mask_text` of an error or a reason that may be missing (as views show
+    them: rows stored before relay masked them are masked when read)."""
+    return None if text is None else mask_text(text)
 
 
 def mask_value(key: str, value: object) -> object:

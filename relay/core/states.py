@@ -64,6 +64,11 @@ class Event(StrEnum):
 S, E = State, Event
 
 TERMINAL: frozenset[State] = frozenset({S.COMPLETED, S.ABANDONED, S.FAILED})
+
+#: The order a conversation goes through its states (the enum's order): created or
+#: queued, the exchange, the holds (paused, a person), then the endings. ``relay
+#: status`` and ``relay watch`` sort by it.
+LIFECYCLE: tuple[State, ...] = tuple(State)
 NON_TERMINAL: tuple[State, ...] = tuple(s for s in State if s not in TERMINAL)
 
 # Rows of the design's table (docs/architecture.md), plus the events that close its gaps (marked +).

@@ -47,6 +47,14 @@ def channel_names(config: Config) -> list[str]:
     return sorted(names)
 
 
+def channels_of_type(config: Config, kind: str) -> list[str]:
+    """The channels whose backend is ``kind``, by their type, not their name
+    (``[channels.slow] type = "console"`` is a console channel); ``kind`` itself
+    is one when no section gives that name another type."""
+    names = set(channel_names(config)) | {kind}
+    return sorted(name for name in names if channel_kind(config, name) == kind)
+
+
 def setup_problems(config: Config, channel: str, agent: str, address: str | None) -> list[str]:
     """What would stop a conversation on ``channel`` with ``agent`` (to ``address``)."""
     return channel_problems_of(config, channel, address) + agent_problems_of(config, agent)

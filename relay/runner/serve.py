@@ -39,9 +39,56 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("relay.serve")
 
-async def _dispatch(request: Request, handler: Any) -> Response:
+#: Seconds a provider is asked to wait (``Retry-After``) while the store is away.
+RETRY_AFTER = 5
+
+
+class Trouble:
+    """One log line per kind of store failure while it lasts, not a traceback per
+    request: during an outage every request fails the same way. The first failure
+    of each kind is logged, and once a request succeeds again, how many failed."""
+
+    def __init__(self) -> None:
+        self.failed: dict[str, int] = {}
+
+    def failure(self, exc: BaseException) -> str:
+        from relay.store import failures
+
+        kind = failures.kind(exc)
+        if kind not in self.failed:
+            detail = " ".join(str(getattr(exc, "orig", None) or exc).split())[:300]
+            log.error("store unavailable (%s): %s; answering 503 until it is back", kind, detail)
+        self.failed[kind] = self.failed.get(kind, 0) + 1
+        return kind
+
+    def succeeded(self) -> None:
+        if self.failed:
+            counts = ", ".join(f"{n} x {kind}" for kind, n in sorted(self.failed.items()))
+            log.warning("store back; %s request(s) answered 503 meanwhile", counts)
+            self.failed.clear()
+
+
+async def _dispatch(request: Request, handler: Any, trouble: Trouble) -> Response:
+    from relay.store import failures
+
     try:
-        return await handler(request)
+        answer = await handler(request)
+    except Exception as exc:
+        if isinstance(exc, Refused) or not failures.is_transient(exc):
+            raise
+        kind = trouble.failure(exc)
+        return PlainTextResponse(
+            f"store unavailable ({kind}); retry later\n",
+            status_code=503,
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
+    trouble.succeeded()
+    return answer
+
+
+async def _refusing(request: Request, handler: Any, trouble: Trouble) -> Response:
+    try:
+        return await _dispatch(request, handler, trouble)
     except Refused as refused:
         client = request.client.host if request.client else "?"
         log.warning(
@@ -59,10 +106,11 @@ def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
     """The ASGI app; ``relay serve`` runs it on uvicorn, tests may call it directly."""
     endpoint = Endpoint(relay, max_body)
     handlers = Handlers(endpoint)
+    trouble = Trouble()
 
     def route(path: str, handler: Any, methods: list[str]) -> Route:
         async def call(request: Request) -> Response:
-            return await _dispatch(request, handler)
+            return await _refusing(request, handler, trouble)
 
         return Route(path, call, methods=methods)
 

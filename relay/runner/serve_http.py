@@ -7,7 +7,9 @@ routes: the routes import this, never the app.
 
 from __future__ import annotations
 
+import hashlib
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
@@ -16,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from relay.channels.base import Incoming
+from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
 
@@ -72,7 +74,23 @@ class Endpoint:
             raise Refused(500, f"channel {name}: {exc.message}") from None
 
     async def ingest(self, name: str, incoming: Incoming) -> None:
-        await run_in_threadpool(self.relay.ingest, name, incoming)
+        messages = [with_content_id(item, time.time()) for item in incoming.messages]
+        await run_in_threadpool(self.relay.ingest, name, replace(incoming, messages=messages))
+
+
+#: A pushed message without a provider id is recognised again within this window.
+DEDUPE_WINDOW = 600
+
+
+def with_content_id(item: Inbound, now: float) -> Inbound:
+    """``item``, given an id made of its sender, text and arrival window when the
+    provider sent none: a provider retrying the request stores it once. (Two equal
+    messages from one sender within the window are stored once too.)"""
+    if item.provider_message_id:
+        return item
+    window = int(now // DEDUPE_WINDOW)
+    digest = hashlib.sha256(f"{item.sender}\n{item.text}\n{window}".encode()).hexdigest()
+    return replace(item, provider_message_id=f"content:{digest[:32]}")
 
 
 def twiml(message: str | None = None) -> Response:

@@ -14,6 +14,7 @@ from relay.channels import telegram, twilio, twilio_signature, webhook
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.core.values import InboundKind
+from relay.engine.contacts.unsubscribe import ONE_CLICK
 from relay.runner.serve_http import TWILIO_KINDS, Endpoint, Refused, form_pairs, now_seconds, twiml
 
 log = logging.getLogger("relay.serve")
@@ -135,8 +136,8 @@ class Handlers:
     # -- one-click unsubscribe -----------------------------------------------------------
 
     async def unsubscribe(self, request: Request) -> Response:
-        """RFC 8058: the mail client POSTs ``List-Unsubscribe=One-Click``. A GET (a
-        person's click, or a link scanner) only shows a confirmation form."""
+        """RFC 8058: the mail client POSTs ``List-Unsubscribe=One-Click``. A GET or a
+        HEAD (a person's click, or a link scanner) only shows a confirmation form."""
         token = request.path_params["token"]
         from starlette.concurrency import run_in_threadpool
 
@@ -145,15 +146,18 @@ class Handlers:
             address, channel = await run_in_threadpool(unsubscribe.resolve, self.relay, token)
         except RelayError:
             raise Refused(404, "unknown or invalid unsubscribe token") from None
-        if request.method == "GET":
+        if request.method != "POST":
             return HTMLResponse(CONFIRM_PAGE)
         await self.endpoint.body(request)
         inbound = Inbound(
             sender=address,
             text="(one-click unsubscribe)",
             received_at=datetime.now(UTC),
-            provider_message_id=f"unsubscribe:{token.rsplit('.', 1)[-1]}",
+            provider_message_id=f"{ONE_CLICK}{token.rsplit('.', 1)[-1]}",
             kind=InboundKind.UNSUBSCRIBE,
         )
+        since = self.relay.now()
         await self.endpoint.ingest(channel, Incoming(messages=[inbound]))
+        # Answered once nothing more can leave (the sends under way have settled).
+        await run_in_threadpool(unsubscribe.settle, self.relay, token, since)
         return PlainTextResponse("unsubscribed\n")

@@ -5,8 +5,9 @@ address turns out undeliverable, so that nothing more reaches them."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State
@@ -18,14 +19,24 @@ WAITING = (MessageStatus.QUEUED.value, MessageStatus.DRAFT.value)
 
 
 def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
-    """Outbound for the contact still queued (not yet being sent), drafts included:
-    a draft approved later must find itself held too."""
+    """Outbound for the contact still queued (not yet being sent), drafts included
+    (a draft approved later must find itself held too), locked.
+
+    Locked, so that a claim taking one of them at this moment goes first: on
+    PostgreSQL the lock waits for the claim's commit and then re-reads the row,
+    which is ``sending`` by then and no longer matches (an opt-out then waits
+    for that send, see ``relay.engine.contacts.settling``). Unlocked, the opt-out's UPDATE
+    overwrote the claim's ``sending`` with ``blocked`` after the claim committed,
+    and the dispatcher sent it all the same, after the opt-out had returned."""
     return session.scalars(
-        select(Message).where(
+        select(Message)
+        .where(
             Message.contact_id == contact_id,
             Message.direction == Direction.OUTBOUND.value,
             Message.status.in_(WAITING),
         )
+        .with_for_update()
+        .execution_options(populate_existing=True)
     ).all()
 
 
@@ -40,3 +51,39 @@ def lock_unfinished(session: Session, contact_id: int) -> Sequence[Instance]:
         .order_by(Instance.seq)
         .with_for_update()
     ).all()
+
+
+def unsettled_to(session: Session, contact_id: int, now: datetime) -> int:
+    """Outbound to the contact claimed by a live lease (``sending``, lease not run
+    out): a dispatcher may be handing it to a channel right now."""
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(
+                Message.contact_id == contact_id,
+                Message.direction == Direction.OUTBOUND.value,
+                Message.status == MessageStatus.SENDING.value,
+                Message.next_attempt_at > now,
+            )
+        )
+        or 0
+    )
+
+
+def handed_over_to(session: Session, contact_id: int, since: datetime) -> int:
+    """Outbound to the contact still ``sending``, or recorded sent at or after ``since``."""
+    sending = Message.status == MessageStatus.SENDING.value
+    sent = (Message.status == MessageStatus.SENT.value) & (Message.sent_at >= since)
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Message)
+            .where(
+                Message.contact_id == contact_id,
+                Message.direction == Direction.OUTBOUND.value,
+                sending | sent,
+            )
+        )
+        or 0
+    )

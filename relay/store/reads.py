@@ -102,7 +102,8 @@ def watch_rows(
     limit: int,
 ) -> list[Any]:
     """``relay watch``'s conversations: needs-human first, then the most recently
-    changed, each with its contact's queue depth (one statement)."""
+    changed, each with its contact's address, queue depth and fields (the name an
+    import gave) (one statement)."""
     from relay.store.models import Contact, Instance
 
     depth = (
@@ -113,7 +114,12 @@ def watch_rows(
     )
     needs_you = case((Instance.state == NEEDS_PERSON_STATE.value, 0), else_=1)
     query = (
-        select(Instance, Contact.address, func.coalesce(depth.c.depth, 0).label("depth"))
+        select(
+            Instance,
+            Contact.address,
+            func.coalesce(depth.c.depth, 0).label("depth"),
+            Contact.fields,
+        )
         .join(Contact, Contact.id == Instance.contact_id)
         .outerjoin(depth, depth.c.contact_id == Instance.contact_id)
         .where(Instance.state.in_(states))

@@ -16,13 +16,15 @@ The workload, drawn from a seeded ``random.Random`` (the seed is printed):
   "STOP" (opt-out) and "START" (opt-in);
 * ``relay pause``, ``resume``, ``cancel`` and ``send`` on known conversations, their
   ``--json`` answers recorded (the acknowledgement, with ``in_flight``);
+* ``relay contact opt-out`` of a random contact, its ``--json`` answer recorded;
 * ``relay tick`` and reads;
 * a killer that SIGKILLs a random daemon every few seconds and restarts it at once.
 
 Then the workload stops, the daemons settle (polled with a deadline), and
 :func:`check` counts what must be zero: lost inbound, duplicate deliveries,
-deliveries after an acknowledged cancel or pause (beyond what the acknowledgement
-reported ``in_flight``), out-of-order deliveries, stranded instances and messages,
+deliveries after an acknowledged cancel, pause or opt-out (beyond what the
+acknowledgement reported ``in_flight``; for an opt-out, until the contact opts back
+in), out-of-order deliveries, stranded instances and messages,
 and ``relay doctor`` findings.
 """
 
@@ -68,6 +70,7 @@ FIGURES = (
     "duplicates",
     "post_cancel",
     "post_pause",
+    "post_opt_out",
     "out_of_order",
     "stranded",
     "doctor",
@@ -387,6 +390,7 @@ class Chaos:
             (self._cancel, 7),
             (self._send, 7),
             (self._read, 8),
+            (self._opt_out, 3),
         ]
         if self.settings.ticks:
             actions.append((self._tick, 4))
@@ -505,6 +509,15 @@ class Chaos:
     def _send(self, rng: random.Random) -> None:
         self._verb(rng, "send", LIVE - {"QUEUED", "PAUSED"}, "Hi, this is Ana from the depot")
 
+    def _opt_out(self, rng: random.Random) -> None:
+        """``relay contact opt-out``: after it returns nothing reaches the contact
+        (beyond what it reported ``in_flight``) until the contact opts back in."""
+        contact = rng.choice(self.contacts)
+        code, out = self.cli("contact", "opt-out", contact, "--json")
+        data = json.loads(out) if code == 0 and out.strip() else None
+        with self.log.lock:
+            self.log.acks.append(Ack("opt-out", contact, code, data, datetime.now(UTC)))
+
     def _tick(self, rng: random.Random) -> None:
         self.cli("tick", "--json")
 
@@ -589,6 +602,7 @@ def check(chaos: Chaos) -> tuple[list[str], dict[str, int]]:
         figures["duplicates"] = _duplicates(deliveries, problems)
         cancels, pauses = _after_acknowledged(session, deliveries, chaos.log.acks, problems)
         figures["post_cancel"], figures["post_pause"] = cancels, pauses
+        figures["post_opt_out"] = _after_opt_out(session, deliveries, chaos.log.acks, problems)
         figures["out_of_order"] = _out_of_order(deliveries, problems)
         figures["stranded"] = _stranded(session, datetime.now(UTC), problems)
     figures["doctor"] = _doctor(chaos, problems)
@@ -673,6 +687,43 @@ def _after_acknowledged(
                 f"at {_iso(start)} (in flight: {allowed}): {[_iso(t) for t in inside][:3]}"
             )
     return counts["cancel"], counts["pause"]
+
+
+def _after_opt_out(
+    session: Session, deliveries: list[dict[str, Any]], acks: list[Ack], problems: list[str]
+) -> int:
+    """Deliveries to a contact after an acknowledged ``relay contact opt-out`` returned
+    and before the contact opted back in (a START stored after it), beyond what the
+    acknowledgement reported in flight."""
+    starts: defaultdict[str, list[datetime]] = defaultdict(list)
+    rows = session.execute(
+        select(Contact.address, Message.created_at)
+        .join(Contact, Contact.id == Message.contact_id)
+        .where(Message.direction == "inbound", func.upper(Message.body) == "START")
+    ).all()
+    for address, at in rows:
+        starts[address].append(_utc(at))
+    late = 0
+    for ack in acks:
+        if ack.verb != "opt-out" or ack.code != 0 or ack.data is None:
+            continue
+        end = min((t for t in starts[ack.instance_id] if t > ack.returned_at), default=None)
+        after = [
+            d
+            for d in deliveries
+            if d.get("to") == ack.instance_id
+            and _parse(d["sent_at"]) > ack.returned_at
+            and (end is None or _parse(d["sent_at"]) < end)
+        ]
+        allowed = int(ack.data.get("in_flight") or 0)
+        if len(after) > allowed:
+            late += len(after) - allowed
+            problems.append(
+                f"{len(after)} deliveries to {ack.instance_id} after its opt-out returned at "
+                f"{ack.returned_at.isoformat()} (in flight: {allowed}): "
+                f"{[d['message_id'] for d in after]}"
+            )
+    return late
 
 
 def _windows(rows: list[Any]) -> Iterable[tuple[datetime, datetime | None, Any]]:

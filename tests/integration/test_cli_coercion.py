@@ -36,8 +36,8 @@ def test_every_relay_option_takes_the_plain_path() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["list", "--limit", "x"], "'x' is not a valid integer."),
-        (["list", "--limit", "1.5"], "'1.5' is not a valid integer."),
+        (["list", "--limit", "x"], "relay: error: invalid value for '--limit': 'x' is not a"),
+        (["list", "--limit", "1.5"], "'1.5' is not a valid integer (see 'relay list -h')"),
     ],
 )
 def test_a_bad_value_is_refused_with_exit_2(args: list[str], message: str) -> None:

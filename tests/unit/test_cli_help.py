@@ -44,3 +44,17 @@ def test_help_names_what_options_take() -> None:
     assert not re.search(r"--defer\s+(TEXT|BOOL)", text)
     imported = CliRunner().invoke(app, ["import", "--help"], env=env).output
     assert "CSV      CSV" not in imported
+
+
+def test_every_command_sits_in_a_help_panel_in_the_issues_order() -> None:
+    from typer.testing import CliRunner
+
+    from relay.cli import panels
+    from relay.cli.main import app
+
+    infos = [*app.registered_commands, *app.registered_groups]
+    assert all(info.rich_help_panel in panels.PANELS for info in infos)
+    assert len(infos) == sum(len(names) for names in panels.PANELS.values())
+    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "100", "NO_COLOR": "1"}).output
+    headings = [line.strip("╭─ ").split(" ")[0] for line in shown.splitlines() if "╭─" in line]
+    assert headings == ["Options", "Conversations", "Contacts", "Campaigns", "Running", "Data"]

@@ -19,21 +19,21 @@ LATER = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
         (Forecast(Next.FIRST_MESSAGE, due=True), f"first message due now ({RUNNER})"),
         (
             Forecast(Next.FIRST_MESSAGE, until=LATER),
-            "first message held for the sending window until 2026-03-02T18:00:00Z",
+            "first message held for the sending window until 2026-03-02 18:00:00Z",
         ),
         (Forecast(Next.FOLLOW_UP, due=True, number="2/5"), f"follow-up 2/5 due now ({RUNNER})"),
         (
             Forecast(Next.FOLLOW_UP, at=AT, due=True, number="1/3"),
-            f"follow-up 1/3 due since 2026-03-02T09:30:00Z ({RUNNER})",
+            f"follow-up 1/3 due since 2026-03-02 09:30:00Z ({RUNNER})",
         ),
         (
             Forecast(Next.FOLLOW_UP, at=AT, until=LATER, number="1/3"),
-            "follow-up 1/3 due 2026-03-02T09:30:00Z, held for the sending window "
-            "until 2026-03-02T18:00:00Z",
+            "follow-up 1/3 due 2026-03-02 09:30:00Z, held for the sending window "
+            "until 2026-03-02 18:00:00Z",
         ),
         (
             Forecast(Next.FOLLOW_UP, at=AT, number="1/3", at_window_open=True),
-            "follow-up 1/3 at 2026-03-02T09:30:00Z, when the sending window opens",
+            "follow-up 1/3 at 2026-03-02 09:30:00Z, when the sending window opens",
         ),
         (Forecast(Next.REPLY, due=True), f"reply due now ({RUNNER})"),
         (
@@ -50,7 +50,7 @@ LATER = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
         ),
         (
             Forecast(Next.ABANDON, at=AT),
-            "none: abandons at 2026-03-02T09:30:00Z unless the contact replies",
+            "none: abandons at 2026-03-02 09:30:00Z unless the contact replies",
         ),
         (
             Forecast(Next.QUEUED, detail="a1b2c3"),

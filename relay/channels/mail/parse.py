@@ -24,8 +24,10 @@ from email.message import EmailMessage, Message
 from relay.channels.base import Inbound, Receipt
 from relay.channels.mail.autoreply import is_auto_reply, return_date
 from relay.channels.mail.bounces import Bounce, parse_bounce
+from relay.channels.mail.headers import drop_unreadable
 from relay.channels.mail.outbound import angle
 from relay.channels.mail.text import html_to_text, new_part
+from relay.core.storable import raw_for_store
 from relay.core.values import DeliveryStatus, InboundKind
 
 log = logging.getLogger("relay.channels.email")
@@ -49,6 +51,9 @@ def parse_mail(raw: bytes, arrived: datetime | None, mailbox: Mailbox) -> Inboun
     from email.policy import default
 
     mail = message_from_bytes(raw, policy=default)
+    unreadable = drop_unreadable(mail)
+    if unreadable:
+        log.warning("mail with unreadable header(s) %s: read without them", ", ".join(unreadable))
     message_id = _message_id(mail, raw)
     if message_id.endswith("@relay>"):
         return None  # one of ours, e.g. a copy in a shared mailbox
@@ -173,7 +178,7 @@ def _date(mail: Message) -> datetime | None:
 
 
 def _raw_text(raw: bytes) -> str:
-    text = raw.decode("utf-8", "replace")
+    text = raw_for_store(raw)  # the very bytes, even with NUL or not UTF-8
     if len(text) > MAX_RAW:
         return text[:MAX_RAW] + "\n[... cut by relay at 1,000,000 characters]"
     return text

@@ -26,8 +26,14 @@ from relay.store import instance_rows, state_entries
 from relay.store.models import Contact, StateEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from relay.engine.runtime import Runtime
 
+    OptOut = Callable[..., None]
+
+#: The provider id prefix of ``relay serve``'s one-click unsubscribe (RFC 8058).
+ONE_CLICK = "unsubscribe:"
 SCOPE = "system"
 KEY_NAME = "unsubscribe_key"
 MAC_BYTES = 16
@@ -95,3 +101,34 @@ def resolve(relay: Runtime, token: str) -> tuple[str, str]:
         instance = instance_rows.instance_by_id(session, instance_id) if instance_id else None
         channel = instance.channel if instance is not None else "email"
         return person.address, channel
+
+
+def used_again(
+    session: Session,
+    contact_id: int,
+    provider_id: str,
+    channel: str,
+    now: datetime,
+    opt_out: OptOut,
+) -> None:
+    """A one-click link used again (the contact's first use is stored under
+    ``provider_id``) opts out again: the contact may have opted back in since (a
+    retried POST while still opted out changes nothing). Only the one-click
+    route's ids: a mail re-read after a mailbox rebuild must not undo a later opt-in."""
+    from relay.store import queries
+
+    if not provider_id.startswith(ONE_CLICK):
+        return
+    queries.lock_contact(session, contact_id)
+    person = session.get(Contact, contact_id, populate_existing=True)
+    if person is not None and person.opted_out_at is None:
+        opt_out(session, person, now, reason=f"unsubscribe on {channel} (link used again)")
+
+
+def settle(relay: Runtime, token: str, since: datetime) -> int:
+    """After a one-click unsubscribe: wait, bounded, for the sends to the contact
+    under way to settle (:mod:`relay.engine.contacts.settling`); how many there were."""
+    from relay.engine.contacts import settling
+
+    contact_id = int(token.partition(".")[0])  # the token was verified by resolve
+    return settling.settle(relay.store, contact_id, since, relay.now)

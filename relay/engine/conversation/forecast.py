@@ -50,6 +50,31 @@ def next_message(
     return _due(instance, state, now) or _held(session, instance, state)
 
 
+def at_a_glance(instance: Instance | Row[Any], now: datetime) -> Forecast | None:
+    """What comes next, read from the instance's row alone: no outbox, sending-window
+    or queue look-up, so ``relay watch`` can show it for hundreds of rows per refresh
+    (``relay show`` gives the whole story with :func:`next_message`)."""
+    state = State(instance.state)
+    if state.terminal:
+        return None
+    if state in HEARTBEAT_STATES:
+        due = instance.next_heartbeat_at
+        if due is None:
+            return Forecast(Next.AWAIT_REPLY)
+        if instance.follow_up_count >= instance.max_followups:
+            return Forecast(Next.ABANDON, at=due, due=due <= now)
+        return Forecast(Next.FOLLOW_UP, at=due, due=due <= now, number=_number(instance))
+    if state in QUEUED_STATES:
+        return Forecast(Next.QUEUED)
+    if state in PAUSED_STATES:
+        return Forecast(
+            Next.PAUSED,
+            until=instance.paused_until,
+            remaining_seconds=instance.heartbeat_remaining_seconds,
+        )
+    return _due(instance, state, now) or Forecast(Next.PERSON)
+
+
 def _due(instance: Instance | Row[Any], state: State, now: datetime) -> Forecast | None:
     """What the runner does next where a turn is due; None in the other states."""
     reason = TURN_REASONS.get(state)

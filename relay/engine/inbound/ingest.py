@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy.orm import Session
 
@@ -24,9 +25,10 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State, waits_in_queue
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine.contacts import chat_links
+from relay.engine.contacts import chat_links, unsubscribe
 from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import events, transitions
+from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, contact_work, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
@@ -93,51 +95,86 @@ def ingest(
     *,
     resolve: Callable[[str], Address],
     keywords: Keywords = Keywords(),
+    careful: bool = False,
 ) -> IngestReport:
-    """Store everything a channel brought in, in the caller's one transaction."""
+    """Store everything a channel brought in, in the caller's one transaction.
+
+    ``careful``: each item in a savepoint, one that cannot be stored kept aside
+    as rejected (:mod:`relay.engine.inbound.quarantine`), so it never holds back the rest.
+    """
+    from relay.engine.inbound import quarantine
+
     report = IngestReport()
-    for item in incoming.messages:
-        if chat_links.bind(session, channel, item, now, resolve):
-            report.bound += 1
-            continue
-        try:
-            address = resolve(item.sender)
-        except InvalidInput as exc:
-            _reject(session, channel, item, exc.message, now)
-            report.rejected += 1
-            continue
-        arrival = Arrival(
-            address,
-            item.text,
-            channel,
-            item.provider_message_id,
-            tuple(item.references),
-            InboundKind(item.kind),
-            item.raw,
-            item.resume_at,
+    for item in map(quarantine.clean, incoming.messages):
+        take = partial(_take, session, channel, item, now, resolve, keywords, report)
+        _, ok = quarantine.isolated(
+            session, take, partial(quarantine.of_inbound, item), careful, channel, now
         )
-        message = store_arrival(session, arrival, now, keywords=keywords)
-        if message is None:
-            report.duplicates += 1
-        else:
-            report.stored += 1
-            report.messages.append(message)
-    for receipt in incoming.receipts:
-        if apply_receipt(session, channel, receipt, now):
-            report.receipts += 1
-        else:
-            report.unmatched_receipts += 1
+        report.rejected += 0 if ok else 1
+    for receipt in map(quarantine.clean_receipt, incoming.receipts):
+        apply = partial(apply_receipt, session, channel, receipt, now)
+        applied, ok = quarantine.isolated(
+            session, apply, partial(quarantine.of_receipt, receipt), careful, channel, now
+        )
+        report.receipts += 1 if applied else 0
+        report.unmatched_receipts += 1 if ok and not applied else 0
+        report.rejected += 0 if ok else 1
+    for rejected in incoming.rejected:
+        quarantine.record(session, channel, rejected, now)
+        report.rejected += 1
     return report
+
+
+def _take(
+    session: Session,
+    channel: str,
+    item: Inbound,
+    now: datetime,
+    resolve: Callable[[str], Address],
+    keywords: Keywords,
+    report: IngestReport,
+) -> None:
+    """Store one inbound item (or bind a chat, or keep aside an unusable sender)."""
+    if chat_links.bind(session, channel, item, now, resolve):
+        report.bound += 1
+        return
+    try:
+        address = resolve(item.sender)
+    except InvalidInput as exc:
+        _reject(session, channel, item, exc.message, now)
+        report.rejected += 1
+        return
+    arrival = Arrival(
+        address,
+        item.text,
+        channel,
+        item.provider_message_id,
+        tuple(item.references),
+        InboundKind(item.kind),
+        item.raw,
+        item.resume_at,
+    )
+    message = store_arrival(session, arrival, now, keywords=keywords)
+    if message is None:
+        report.duplicates += 1
+    else:
+        report.stored += 1
+        report.messages.append(message)
 
 
 def store_arrival(
     session: Session, arrival: Arrival, now: datetime, *, keywords: Keywords = Keywords()
 ) -> Message | None:
     """Store one inbound message and apply what it means; None if already stored."""
-    if arrival.provider_message_id and arrivals.inbound_by_provider_id(
-        session, arrival.channel, arrival.provider_message_id
-    ):
-        return None
+    if arrival.provider_message_id:
+        stored = arrivals.inbound_by_provider_id(
+            session, arrival.channel, arrival.provider_message_id
+        )
+        if stored is not None:
+            if arrival.kind is InboundKind.UNSUBSCRIBE:
+                pid, channel = arrival.provider_message_id, arrival.channel
+                unsubscribe.used_again(session, stored.contact_id, pid, channel, now, opt_out)
+            return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
     body, note = _bounded(arrival.text)
@@ -249,9 +286,7 @@ def apply_receipt(session: Session, channel: str, receipt: Receipt, now: datetim
         log.info("receipt for unknown message %s on %s", receipt.provider_message_id, channel)
         return False
     status = DeliveryStatus(receipt.status)
-    message.delivery_status = status.value
-    message.delivery_updated_at = receipt.at or now
-    if not status.failed:
+    if not receipt_order.record(message, status, receipt.at, now) or not status.failed:
         return True
     message.status = MessageStatus.FAILED.value
     message.next_attempt_at = None

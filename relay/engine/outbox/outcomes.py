@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
+from relay.core.secrets import mask_text
 from relay.core.values import MessageStatus
 from relay.engine.conversation import events, transitions
 from relay.engine.inbound import ingest as inbound
@@ -75,15 +76,18 @@ def attempt(call: Callable[[], _T]) -> tuple[_T | None, Failure | None]:
     channel error says whether a retry may help (and when, and whether to keep
     the message queued); any other relay error will not; an unexpected exception
     (a bug, a dropped connection) might."""
+    # The error is stored (last error, transition reason) and printed by show,
+    # history and transcript: a secret in a URL or a header it quotes is masked.
     try:
         return call(), None
     except ChannelError as exc:
-        advice = Failure(str(exc.message), exc.transient, exc.retry_after, exc.hold, exc.opted_out)
+        error = mask_text(str(exc.message))
+        advice = Failure(error, exc.transient, exc.retry_after, exc.hold, exc.opted_out)
         return None, advice
     except RelayError as exc:
-        return None, Failure(exc.message, False)
+        return None, Failure(mask_text(exc.message), False)
     except Exception as exc:
-        return None, Failure(f"{type(exc).__name__}: {exc}", True)
+        return None, Failure(mask_text(f"{type(exc).__name__}: {exc}"), True)
 
 
 def record(

@@ -6,6 +6,7 @@ audited as a contact-level command (no instance).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,13 +74,19 @@ class ContactVerbs:
 
     def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
         """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+        from relay.engine.contacts import settling
         from relay.engine.inbound import ingest as inbound
+
         address = self.normalise(contact)
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
-            inbound.opt_out(session, person, self.now(), reason=f"operator: {reason}")
+            now = self.now()
+            inbound.opt_out(session, person, now, reason=f"operator: {reason}")
             self._audit_contact(session, "opt-out", address, reason=reason)
-            return self._contact_view(session, person)
+            view, contact_id = self._contact_view(session, person), person.id
+        # Committed: wait for the sends already under way, and say how many there were.
+        in_flight = settling.settle(self.store, contact_id, now, self.now)
+        return replace(view, in_flight=in_flight)
 
     def opt_in(self, contact: str) -> ContactView:
         from relay.engine.inbound import ingest as inbound

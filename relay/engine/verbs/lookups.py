@@ -20,7 +20,14 @@ from relay.core.states import QUEUED_STATE, State
 from relay.core.values import MessageStatus
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import DaemonView, StatusView
-from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
+from relay.engine.views.reports import (
+    ContactRow,
+    InboxItem,
+    ResultView,
+    StatsView,
+    WatchRow,
+    contact_name,
+)
 from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
 from relay.store.database import Store
@@ -122,6 +129,7 @@ class Lookups:
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""
         from relay.engine.verbs import operations
+
         with self.store.read_transaction() as session:
             return operations.contact_rows(session, campaign=campaign, limit=limit)
 
@@ -181,9 +189,11 @@ class Lookups:
                 campaign=campaign,
                 limit=limit,
             )
-            last = reads.last_messages(session, [inst.id for inst, _, _ in rows])
+            last = reads.last_messages(session, [row[0].id for row in rows])
+        now = self.now()
         return [
-            _watch_row(inst, address, depth, last.get(inst.id)) for inst, address, depth in rows
+            _watch_row(inst, address, depth, fields, last.get(inst.id), now)
+            for inst, address, depth, fields in rows
         ]
 
     # -- the operator's inbox -------------------------------------------------
@@ -192,6 +202,7 @@ class Lookups:
         """Inbound no conversation took: unrouted, late (its conversation had ended)
         and rejected (no usable sender), newest first; ``kinds`` None: all three."""
         from relay.engine.verbs import operations
+
         chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
         with self.store.read_transaction() as session:
             return operations.inbox(session, kinds=chosen, limit=limit)
@@ -256,10 +267,21 @@ def unattended_now(session: Session, now: datetime) -> list[str]:
     return unattended(due.count_due(session, now), 0)
 
 
-def _watch_row(instance: Instance, address: str, depth: int, last: Message | None) -> WatchRow:
+def _watch_row(
+    instance: Instance,
+    address: str,
+    depth: int,
+    fields: dict[str, Any] | None,
+    last: Message | None,
+    now: datetime,
+) -> WatchRow:
+    from relay.engine.conversation.forecast import at_a_glance
+
     return WatchRow(
         id=instance.id,
         contact=address,
+        contact_name=contact_name(fields),
+        next=at_a_glance(instance, now),
         state=instance.state,
         previous_state=instance.previous_state,
         objective=instance.objective,

@@ -283,4 +283,63 @@ def _draft_tools(server: MCPServer, relay: Relay) -> None:
 
 def serve(relay: Relay) -> None:
     """Serve on stdin/stdout until the client closes the connection."""
-    build_server(relay).run("stdio")
+    server = build_server(relay)
+    if getattr(server, "_lowlevel_server", None) is None:  # an SDK laid out otherwise
+        server.run("stdio")
+        return
+    anyio.run(_serve_stdio, server)
+
+
+#: A request nesting deeper than this is cut here before the SDK parses it:
+#: its parser gives up past a few hundred levels and then drops the request
+#: without an answer. What is cut becomes null, which the tool's own checks
+#: refuse (``meta`` nests at most ``relay.engine.verbs.program.MAX_META_DEPTH``).
+MAX_WIRE_DEPTH = 64
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    import io
+    import os
+
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # what run_stdio_async runs, with a guarded stdin
+    raw = io.TextIOWrapper(os.fdopen(os.dup(0), "rb"), encoding="utf-8", errors="replace")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # children read EOF, as the SDK arranges
+    stdin = _Shallow(anyio.wrap_file(raw))
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):  # type: ignore[arg-type]
+        options = lowlevel.create_initialization_options()
+        await lowlevel.run(read_stream, write_stream, options)
+
+
+class _Shallow:
+    """The lines of ``stdin``, each nesting at most :data:`MAX_WIRE_DEPTH` levels."""
+
+    def __init__(self, stdin: Any) -> None:
+        self.stdin = stdin
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        async for line in self.stdin:
+            yield _cut_line(line)
+
+
+def _cut_line(line: str) -> str:
+    import json
+
+    if line.count("{") + line.count("[") <= MAX_WIRE_DEPTH:
+        return line  # cannot nest deeper: most lines, passed as they are
+    try:
+        return json.dumps(_cut(json.loads(line), MAX_WIRE_DEPTH)) + "\n"
+    except (ValueError, RecursionError):
+        return line  # not JSON the SDK can read either: its own error handling
+
+
+def _cut(value: Any, depth: int) -> Any:
+    if isinstance(value, dict):
+        return {k: _cut(v, depth - 1) for k, v in value.items()} if depth > 0 else None
+    if isinstance(value, list):
+        return [_cut(v, depth - 1) for v in value] if depth > 0 else None
+    return value

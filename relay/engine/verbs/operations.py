@@ -12,7 +12,7 @@ from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.engine.views.instances import MessageView
-from relay.engine.views.reports import ContactRow, InboxItem
+from relay.engine.views.reports import ContactRow, InboxItem, contact_name
 from relay.store import instance_rows, reads
 from relay.store.contact_rows import address_of
 from relay.store.models import Contact, Message
@@ -28,7 +28,7 @@ def contact_rows(session: Session, *, campaign: str | None, limit: int) -> list[
         ContactRow(
             address=person.address,
             kind=person.kind,
-            name=str((person.fields or {}).get("name") or "") or None,
+            name=contact_name(person.fields),
             timezone=person.timezone,
             fields=dict(person.fields or {}),
             opted_out_at=person.opted_out_at,
@@ -79,7 +79,10 @@ def _item(kind: str, message: Message, address: str) -> InboxItem:
 def retry(session: Session, message_id: int, now: datetime) -> MessageView:
     """Queue a failed outbound message again (attempts from zero, due now), if its
     conversation is still live and its contact can still be reached."""
-    message = session.get(Message, message_id, with_for_update=True)
+    # An id no column can hold names no message (rather than an overflow error).
+    message = (
+        session.get(Message, message_id, with_for_update=True) if 0 < message_id < 2**63 else None
+    )
     if message is None or message.direction != Direction.OUTBOUND.value:
         raise NotFound(f"no outbound message {message_id}")
     person = session.get(Contact, message.contact_id)

@@ -46,6 +46,8 @@ def check_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not all(isinstance(k, str) and k for k in meta):
         raise InvalidInput("meta keys must be non-empty text")
+    if _depth(meta) > MAX_META_DEPTH:
+        raise InvalidInput(f"meta nests more than {MAX_META_DEPTH} levels")
     try:
         size = len(json.dumps(dict(meta), allow_nan=False))
     except (TypeError, ValueError):
@@ -55,6 +57,23 @@ def check_meta(meta: Mapping[str, Any] | None) -> dict[str, Any]:
     if size > MAX_META:
         raise InvalidInput(f"meta is larger than {MAX_META} bytes as JSON")
     return dict(meta)
+
+
+#: How deep ``meta`` may nest: it comes back in every event, read by programs.
+MAX_META_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """How many levels of objects and lists ``value`` nests (iteratively: a value
+    nested past Python's recursion limit is measured too)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, Mapping) else item
+        if isinstance(item, Mapping | list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def parse_meta(pairs: Sequence[str], flag: str = "--meta") -> dict[str, str]:

@@ -278,12 +278,38 @@ class Relay(Starting, ContactVerbs, Lookups):
         was read is either all stored with the position after it, or not at all
         and read again. A pushed request (``relay serve``) passes no position.
         """
+        from relay.store import failures
+
+        try:
+            return failures.retry_conflicts(
+                lambda: self._ingest(channel, incoming, read_from, careful=False)
+            )
+        except Exception as exc:
+            if failures.is_transient(exc):
+                raise
+            # One item the database refuses must not hold back the others (and
+            # the position): store them one by one, that one kept aside.
+            log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
+            return failures.retry_conflicts(
+                lambda: self._ingest(channel, incoming, read_from, careful=True)
+            )
+
+    def _ingest(
+        self, channel: str, incoming: Incoming, read_from: str | object | None, *, careful: bool
+    ) -> inbound.IngestReport:
         from relay.engine.inbound import ingest as inbound
+
         with self.store.transaction() as session:
             arrivals.lock_channel(session, channel)
             now = self.now()
             report = inbound.ingest(
-                session, channel, incoming, now, resolve=self.address, keywords=self.keywords()
+                session,
+                channel,
+                incoming,
+                now,
+                resolve=self.address,
+                keywords=self.keywords(),
+                careful=careful,
             )
             if incoming.cursor is not None and read_from is not UNREAD:
                 assert read_from is None or isinstance(read_from, str)

@@ -173,6 +173,7 @@ class Starting(BackendChecks):
         from relay.engine.verbs.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
+        _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
         objective = clean_text(objective, "objective")
         specs = todo_specs(todos)
         channel = channel or defaults.channel
@@ -181,7 +182,7 @@ class Starting(BackendChecks):
             objective=objective,
             todos=tuple(clean_text(text, "todo") for text, _ in specs),
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
-            heartbeat=as_interval(heartbeat) if heartbeat else defaults.heartbeat,
+            heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
             max_followups=self._max_followups(max_followups),
             channel=channel,
             agent=agent or self.config.settings.agent.backend,
@@ -337,3 +338,10 @@ class Starting(BackendChecks):
                 actor=actor,
                 reason="another conversation with this contact is live",
             )
+
+
+def _refuse_empty(**options: object) -> None:
+    """An option given empty (``--heartbeat ""``) is refused, not taken as its default."""
+    for option, given in options.items():
+        if isinstance(given, str) and not given.strip():
+            raise InvalidInput(f"--{option} is empty: give a value or leave the option out")

@@ -16,6 +16,7 @@ from sqlalchemy import Row
 
 from relay.core.clock import isoformat
 from relay.core.forecasts import Forecast, describe
+from relay.core.secrets import mask_optional as _masked
 from relay.core.states import SUCCEEDED, values
 
 if TYPE_CHECKING:
@@ -151,8 +152,8 @@ class InstanceView:
             channel=instance.channel,
             agent=instance.agent,
             window=instance.window,
-            failure_reason=instance.failure_reason,
-            end_reason=instance.end_reason,
+            failure_reason=_masked(instance.failure_reason),
+            end_reason=_masked(instance.end_reason),
             created_at=instance.created_at,
             updated_at=instance.updated_at,
             ended_at=instance.ended_at,
@@ -241,7 +242,7 @@ class MessageView:
             status=message.status,
             channel=message.channel,
             attempts=message.attempts,
-            last_error=message.last_error,
+            last_error=_masked(message.last_error),
             created_at=message.created_at,
             sent_at=message.sent_at,
             kind=message.kind or "message",
@@ -307,7 +308,7 @@ class TransitionView:
             row.to_state,
             row.event,
             row.actor,
-            row.reason,
+            _masked(row.reason),
             row.created_at,
         )
 
@@ -335,6 +336,9 @@ class ContactView:
     queued: tuple[str, ...]
     unrouted: tuple[MessageView, ...] = ()
     fields: dict[str, Any] = field(default_factory=dict)
+    #: After an opt-out: messages to the contact handed to a provider from its
+    #: commit on (:mod:`relay.engine.contacts.settling`); they may still arrive.
+    in_flight: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -347,6 +351,7 @@ class ContactView:
             "live_instance": self.live_instance,
             "queued": list(self.queued),
             "unrouted": [m.to_json() for m in self.unrouted],
+            "in_flight": self.in_flight,
         }
 
 

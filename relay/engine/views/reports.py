@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Row
 
 from relay.core.clock import isoformat
+from relay.core.forecasts import Forecast
 from relay.core.states import ENDED, SUCCEEDED, values
 from relay.engine.views.instances import MessageView, TodoView
 
@@ -87,6 +88,11 @@ def why(instance: Instance | Row[Any], latest_reason: str | None) -> str | None:
     if instance.failure_reason:
         return instance.failure_reason
     return latest_reason or instance.end_reason
+
+
+def contact_name(fields: dict[str, Any] | None) -> str | None:
+    """The contact's name, as an import's ``name`` column gave it (None: none given)."""
+    return str((fields or {}).get("name") or "") or None
 
 
 @dataclass(frozen=True)
@@ -205,11 +211,16 @@ class WatchRow:
     last_message: str | None = None
     last_direction: str | None = None
     last_message_at: datetime | None = None
+    contact_name: str | None = None
+    #: What comes next, read from the row alone
+    #: (:func:`relay.engine.conversation.forecast.at_a_glance`).
+    next: Forecast | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "contact": self.contact,
+            "contact_name": self.contact_name,
             "state": self.state,
             "previous_state": self.previous_state,
             "objective": self.objective,
@@ -220,4 +231,5 @@ class WatchRow:
             "last_message": self.last_message,
             "last_direction": self.last_direction,
             "last_message_at": isoformat(self.last_message_at),
+            "next": self.next.to_json() if self.next else None,
         }

@@ -83,7 +83,7 @@ def test_start_defer_leaves_it_for_tick(cli: Cli, tmp_path: Path) -> None:
         "held": 0,
         "errors": [],
     }
-    assert "nothing due" in ok(cli("tick")).stdout
+    assert "Nothing due." in ok(cli("tick")).stdout
 
 
 def test_tick_prints_what_it_did(cli: Cli) -> None:

@@ -246,3 +246,74 @@ def test_read_commands_do_not_import_the_http_stack() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_nul_in_a_message_sid_is_stored_cleaned_and_the_next_reply_too(
+    served: tuple[Any, Any],
+) -> None:
+    """Issue 32: a NUL (PostgreSQL text cannot hold one) made serve answer 500 for ever."""
+    relay, client = served
+    poisoned = twilio_post(client, "/twilio/sms/inbound", sms("Thu\x00rsday", "SM\x00bad"))
+    assert poisoned.status_code == 200
+    again = twilio_post(client, "/twilio/sms/inbound", sms("Thu\x00rsday", "SM\x00bad"))
+    assert again.status_code == 200
+    assert twilio_post(client, "/twilio/sms/inbound", sms("Friday", "SM2")).status_code == 200
+    texts = [m.text for m in relay.contact(PHONE).unrouted]
+    assert texts == ["Thursday", "Friday"]
+    with relay.store.transaction() as session:
+        ids = session.scalars(select(Message.provider_message_id).order_by(Message.id)).all()
+    assert list(ids) == ["SMbad", "SM2"]
+
+
+def test_a_webhook_with_nul_and_broken_text_is_stored_and_the_next_too(
+    served: tuple[Any, Any],
+) -> None:
+    relay, client = served
+    odd = json.dumps({"from": PHONE, "text": "a\x00b \ud800 c", "id": "w\x00-1"}).encode()
+    answer = client.post("/webhook/hook/inbound", content=odd, headers=signed_webhook(odd))
+    assert answer.status_code == 200
+    good = json.dumps({"from": PHONE, "text": "Yes please", "id": "w-2"}).encode()
+    assert client.post("/webhook/hook/inbound", content=good, headers=signed_webhook(good))
+    assert [m.text for m in relay.contact(PHONE).unrouted] == ["ab \ufffd c", "Yes please"]
+
+
+def unsubscribe_token(relay: Any) -> tuple[str, str]:
+    from relay.engine.contacts.unsubscribe import tokens
+
+    view = relay.start(PHONE, "Confirm the delivery", ["Which day?"], channel="sms")
+    with relay.store.transaction() as session:
+        contact_id = session.scalar(select(Message.contact_id).limit(1)) or 1
+        return tokens(session, relay.now()).make(contact_id, view.id), view.id
+
+
+def test_head_and_get_on_an_unsubscribe_link_opt_nobody_out(served: tuple[Any, Any]) -> None:
+    """Link scanners send HEAD as well as GET; only a POST (RFC 8058) unsubscribes."""
+    relay, client = served
+    token, _ = unsubscribe_token(relay)
+    assert client.head(f"/unsubscribe/{token}").status_code == 200
+    assert client.get(f"/unsubscribe/{token}").status_code == 200
+    assert relay.contact(PHONE).opted_out_at is None
+    assert inbound_count(relay) == 0
+
+
+def test_an_old_unsubscribe_link_after_an_opt_in_opts_out_again(served: tuple[Any, Any]) -> None:
+    relay, client = served
+    token, _ = unsubscribe_token(relay)
+    assert client.post(f"/unsubscribe/{token}").status_code == 200
+    assert relay.contact(PHONE).opted_out_at is not None
+    relay.opt_in(PHONE)
+    assert relay.contact(PHONE).opted_out_at is None
+    assert client.post(f"/unsubscribe/{token}").status_code == 200
+    assert relay.contact(PHONE).opted_out_at is not None
+
+
+def test_a_push_without_a_provider_id_retried_is_stored_once(served: tuple[Any, Any]) -> None:
+    relay, client = served
+    body = json.dumps({"from": PHONE, "text": "No id here"}).encode()
+    for _ in range(3):
+        answer = client.post("/webhook/hook/inbound", content=body, headers=signed_webhook(body))
+        assert answer.status_code == 200
+    form = {"From": PHONE, "To": NUMBER, "Body": "No sid", "AccountSid": ACCOUNT}
+    for _ in range(2):
+        assert twilio_post(client, "/twilio/sms/inbound", form).status_code == 200
+    assert inbound_count(relay) == 2

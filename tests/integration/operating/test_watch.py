@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import shlex
-import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_checks import ok
+from tmux_terminal import Terminal
 
 from relay.core.states import Event
 
 Cli = Callable[..., Any]
-DEADLINE = 60.0
+Opener = Callable[..., Terminal]
+DEADLINE = 20.0
 
 
 def _start(cli: Cli, contact: str, objective: str, *extra: str) -> str:
@@ -25,61 +25,11 @@ def _start(cli: Cli, contact: str, objective: str, *extra: str) -> str:
     return ok(cli(*args)).json()["id"]
 
 
-class Terminal:
-    """A tmux server of our own (its own socket), 160x40, running one command."""
-
-    def __init__(self, folder: Path) -> None:
-        self.socket = f"relay-test-{time.monotonic_ns()}"
-        self.folder = folder
-
-    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=check
-        )
-
-    def run(self, command: str) -> None:
-        self.tmux("new-session", "-d", "-x", "160", "-y", "40", "-c", str(self.folder), command)
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", check=False).stdout
-
-    def wait_for(self, text: str) -> str:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            screen = self.screen()
-            if text in screen:
-                return screen
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared; screen:\n{self.screen()}")
-
-    def wait_exit(self) -> None:
-        deadline = time.monotonic() + DEADLINE
-        while time.monotonic() < deadline:
-            if self.tmux("has-session", check=False).returncode != 0:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"relay watch did not quit; screen:\n{self.screen()}")
-
-    def close(self) -> None:
-        self.tmux("kill-server", check=False)
-
-
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    term = Terminal(tmp_path)
-    try:
-        yield term
-    finally:
-        term.close()
-
-
 def _watch_command(db_url: str, tmp_path: Path, *extra: str) -> str:
     done = tmp_path / "exit-code"
     relay = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "relay", "watch", *extra))
     return (
-        f"env RELAY_DATABASE_URL={shlex.quote(db_url)} {relay} --interval 1s; "
+        f"env -u COLUMNS RELAY_DATABASE_URL={shlex.quote(db_url)} {relay} --interval 1s; "
         f"echo $? > {shlex.quote(str(done))}"
     )
 
@@ -87,7 +37,7 @@ def _watch_command(db_url: str, tmp_path: Path, *extra: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["q", "C-c"])
 def test_watch_in_a_real_terminal_puts_needs_human_first_and_quits(
-    cli: Cli, api: Any, drive: Any, db_url: str, tmp_path: Path, terminal: Terminal, key: str
+    cli: Cli, api: Any, drive: Any, db_url: str, tmp_path: Path, open_terminal: Opener, key: str
 ) -> None:
     calm = _start(cli, "+15551230001", "Confirm the delivery date", "--campaign", "spring")
     urgent = _start(cli, "+15551230002", "Ask about the refund", "--campaign", "spring")
@@ -95,6 +45,7 @@ def test_watch_in_a_real_terminal_puts_needs_human_first_and_quits(
     _start(cli, "+15551230002", "Queued behind the refund", "--campaign", "spring")
     _start(cli, "+15551230003", "Another campaign", "--campaign", "autumn")
 
+    terminal = open_terminal(160, 40)
     terminal.run(_watch_command(db_url, tmp_path, "--campaign", "spring"))
     screen = terminal.wait_for(calm)
     lines = screen.splitlines()
@@ -102,7 +53,7 @@ def test_watch_in_a_real_terminal_puts_needs_human_first_and_quits(
     assert row[urgent] < row[calm]  # needs you: at the top
     assert "NEEDS_HUMAN_INTERVENTION" in lines[row[urgent]]  # whole, never folded
     assert "Another campaign" not in screen
-    assert "q quits" in screen
+    assert "q quit" in screen
 
     ok(cli("cancel", calm))  # the view follows the store
     deadline = time.monotonic() + DEADLINE
@@ -115,7 +66,7 @@ def test_watch_in_a_real_terminal_puts_needs_human_first_and_quits(
     while not (tmp_path / "exit-code").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert (tmp_path / "exit-code").read_text().strip() == "0"
-    assert "q quits" not in terminal.screen()  # the terminal is given back
+    assert "q quit" not in terminal.screen()  # the terminal is given back
 
 
 def test_watch_prints_a_plain_table_when_piped(cli: Cli, api: Any, drive: Any) -> None:
@@ -136,8 +87,9 @@ def test_watch_prints_a_plain_table_when_piped(cli: Cli, api: Any, drive: Any) -
 
 @pytest.mark.slow
 def test_import_shows_its_progress_bar_in_a_terminal(
-    cli: Cli, db_url: str, tmp_path: Path, terminal: Terminal
+    cli: Cli, db_url: str, tmp_path: Path, open_terminal: Opener
 ) -> None:
+    terminal = open_terminal()
     rows = 3000
     path = tmp_path / "contacts.csv"
     lines = ["phone,name,order"] + [f"+1555{n:07d},N{n},{n}" for n in range(rows)]
@@ -158,3 +110,106 @@ def test_import_shows_its_progress_bar_in_a_terminal(
         time.sleep(0.1)
     assert done.read_text().strip() == "0"
     assert len(ok(cli("list", "--campaign", "bulk", "--limit", "5000", "--json")).json()) == rows
+
+
+# -- 500 conversations in 80x24: scroll, filter, sort --------------------------------
+
+
+def _import(cli: Cli, tmp_path: Path, rows: int) -> None:
+    """``rows`` conversations in one import: contact ``Person NNN`` at +1555000NNNN."""
+    path = tmp_path / "people.csv"
+    lines = ["phone,name,order"] + [f"+1555{n:07d},Person {n:03d},{n}" for n in range(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    ok(cli("import", str(path), "-o", "Confirm the delivery date of order {order}",
+           "-t", "Which day suits {name}?", "--campaign", "bulk"))  # fmt: skip
+
+
+def _rows_on(screen: str) -> list[str]:
+    return [line for line in screen.splitlines() if "Person " in line]
+
+
+@pytest.mark.slow
+def test_watch_scrolls_filters_and_sorts_500_conversations_in_80_by_24(
+    cli: Cli, api: Any, drive: Any, db_url: str, tmp_path: Path, open_terminal: Opener
+) -> None:
+    _import(cli, tmp_path, 500)
+    urgent = next(v for v in api.watch(limit=1000) if v.contact_name == "Person 123")
+    drive(api, urgent.id, Event.REQUEST_INTERVENTION)
+    terminal = open_terminal(80, 24)
+    done = terminal.relay(db_url, "watch", "--interval", "30s")
+
+    first = terminal.wait_for("1-21 of 500 · 479 more")
+    lines = first.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1].split() == ["state", "id", "contact", "next", "objective", "age"]
+    rows = _rows_on(first)
+    assert len(rows) == 21
+    # Needs you at the top, in its short name; then the newest; the objective readable.
+    assert rows[0].startswith("NEEDS HUMAN") and "Person 123" in rows[0]
+    assert urgent.id in rows[0] and "a person" in rows[0]
+    assert "Person 499" in rows[1] and "first msg now" in rows[1]
+    assert "Confirm the delivery date" in rows[1]
+    assert "499 live, 1 needs you" in lines[-1]
+
+    terminal.keys("PageDown")
+    assert "Person 479" in _rows_on(terminal.wait_for("22-42 of 500 · 458 more"))[0]
+    terminal.keys("End")
+    last = terminal.wait_for("480-500 of 500 · end")
+    assert "Person 000" in _rows_on(last)[-1]
+    terminal.keys("Up")
+    assert "Person 000" not in terminal.wait_for("479-499 of 500 · 1 more")
+    terminal.keys("Home")
+    terminal.wait_for("1-21 of 500")
+
+    terminal.keys("/")
+    terminal.type("person 25")
+    terminal.wait_for("filter: person 25▏")
+    terminal.keys("Enter")
+    narrowed = terminal.wait_for("filter: person 25 · sort")  # kept: no cursor, no hint
+    assert "1-10 of 10 · end" in narrowed  # Person 250 to 259
+    assert sorted(line.split()[3] for line in _rows_on(narrowed)) == [
+        f"{n}" for n in range(250, 260)
+    ]
+    terminal.keys("Escape")
+    terminal.wait_for("1-21 of 500 · 479 more")
+
+    terminal.keys("s")
+    terminal.keys("s")
+    terminal.keys("s")
+    by_contact = terminal.wait_for("sort: contact")
+    assert "Person 000" in _rows_on(by_contact)[0]
+    terminal.keys("q")
+    assert terminal.wait_file(done) == "0"
+
+
+@pytest.mark.slow
+def test_watch_at_160_columns_shows_full_state_names_address_and_last_message(
+    cli: Cli, api: Any, drive: Any, db_url: str, tmp_path: Path, open_terminal: Opener
+) -> None:
+    _import(cli, tmp_path, 30)
+    ok(cli("tick", "--no-poll"))  # first messages out: a last message and a follow-up due
+    terminal = open_terminal(160, 24)
+    done = terminal.relay(db_url, "watch", "--interval", "30s")
+    screen = terminal.wait_for("1-21 of 30 · 9 more")
+    header = screen.splitlines()[1].split()
+    assert header == ["state", "id", "contact", "address", "next", "objective", "last", "message",
+                      "age"]  # fmt: skip
+    row = _rows_on(screen)[0]
+    assert row.startswith("WAITING_FOR_REPLY") and "+15550000029" in row
+    assert "follow-up in 29m" in row or "follow-up in 30m" in row
+    assert "→ Hello!" in row
+    terminal.keys("q")
+    assert terminal.wait_file(done) == "0"
+
+
+@pytest.mark.slow
+def test_watch_without_a_keyboard_only_refreshes(
+    cli: Cli, db_url: str, tmp_path: Path, open_terminal: Opener
+) -> None:
+    _start(cli, "+15551230001", "Confirm the delivery date")
+    terminal = open_terminal(80, 24)
+    # stdin is not a terminal (a pipe from /dev/null): no key handling, no crash.
+    done = terminal.relay(db_url, "watch", "--interval", "1s", "--count", "2", stdin="/dev/null")
+    code = terminal.wait_file(done)
+    assert code == "0", terminal.history()
+    assert "Traceback" not in terminal.history()
