@@ -1,9 +1,8 @@
 """Read models the API returns: plain frozen values with a stable JSON form.
 
 The CLI renders these; a main agent reads their ``to_json()``. Field names are
-part of relay's public interface, so change them only with a note in the docs.
-Each is built from a mapped object or from a Core row of the same table (the read
-commands' kind): both have the columns as attributes.
+public: change them only with a note in the docs. Each is built from a mapped
+object or a Core row of the same table: both have the columns as attributes.
 """
 
 from __future__ import annotations
@@ -111,8 +110,7 @@ class InstanceView:
     #: reason (why it waits on a human, was paused or is queued).
     reason: str | None = None
     campaign: str | None = None
-    #: Which of the agent's messages a person approves first (first, all; None: none),
-    #: and how many drafts wait for it now.
+    #: Which agent messages a person approves (first, all; None: none); drafts waiting.
     approval: str | None = None
     drafts_pending: int = 0
 
