@@ -1,9 +1,5 @@
-"""Read models the API returns: plain frozen values with a stable JSON form.
-
-The CLI renders these; a main agent reads their ``to_json()``. Field names are
-public: change them only with a note in the docs. Each is built from a mapped
-object or a Core row of the same table: both have the columns as attributes.
-"""
+"""Read models the API returns: frozen values with a stable JSON form (field names are
+public); each is built from a mapped object or a Core row of the same table."""
 
 from __future__ import annotations
 
@@ -110,8 +106,7 @@ class InstanceView:
     #: reason (why it waits on a human, was paused or is queued).
     reason: str | None = None
     campaign: str | None = None
-    #: Which agent messages a person approves (first, all; None: none); drafts waiting.
-    approval: str | None = None
+    approval: str | None = None  # first, all (None: none): see relay.engine.verbs.drafts
     drafts_pending: int = 0
 
     @property
