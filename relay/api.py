@@ -9,8 +9,7 @@ Everything the ``relay`` command does, a program can do through :class:`Relay`
         started = relay.start("+15551230001", "Confirm the delivery", ["Which day suits you?"])
         print(started.id, started.state, started.first_message_status)
         while relay.instance(started.id).state not in ("COMPLETED", "ABANDONED", "FAILED"):
-            relay.run_due()          # what `relay tick` does: heartbeats, turns, deliveries
-            ...                      # wait a while (or let `relay daemon` do this)
+            relay.run_due()  # `relay tick`: heartbeats, turns, deliveries (or run `relay daemon`)
         for message in relay.transcript(started.id):
             print(message.author, message.text)
 
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
     from relay.engine.inbound.ingest import IngestReport
     from relay.engine.verbs.campaigns import ImportReport
     from relay.engine.verbs.doctor import Finding
+    from relay.engine.verbs.drafts import DraftView
     from relay.engine.verbs.program import parse_meta
     from relay.inspection import inspect_address, inspect_mail, inspect_text
     from relay.runner.demo import DemoResult
@@ -73,6 +73,7 @@ __all__ = [
     "ContactRow",
     "ContactView",
     "DaemonView",
+    "DraftView",
     "EventView",
     "ImportReport",
     "InboxItem",
@@ -114,6 +115,7 @@ __all__ = [
 #: a chat or configure the daemon's logging.
 _LAZY = {
     "ChatLink": "relay.engine.contacts.chat_links",
+    "DraftView": "relay.engine.verbs.drafts",
     "ImportReport": "relay.engine.verbs.campaigns",
     "channels_of_type": "relay.engine.backends",
     "configure_logging": "relay.runner.logs",
@@ -223,16 +225,20 @@ class Relay(service.Relay):
 
         upgrade(self.store)
 
-    def serve_mcp(self) -> None:
-        """Serve the verbs as MCP tools on stdin/stdout until the client leaves
-        (``relay mcp``; needs ``relay-outreach[mcp]``)."""
+    def serve_mcp(
+        self, *, http: bool = False, host: str | None = None, port: int | None = None
+    ) -> None:
+        """Serve the verbs as MCP tools on stdin/stdout until the client leaves, or with
+        ``http`` over Streamable HTTP until SIGINT/SIGTERM, a bearer token required
+        (``relay mcp [--http]``; needs ``relay-outreach[mcp]``)."""
         try:
             from relay.engine.verbs.mcp_server import serve
+            from relay.runner import mcp_http
         except ImportError:
             raise ConfigError(
                 "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
             ) from None
-        serve(self)
+        mcp_http.serve(self, host, port) if http else serve(self)
 
     def poll(self, channel: str) -> IngestReport:
         """Ask one channel what arrived and store it with its new position."""
@@ -262,6 +268,27 @@ class Relay(service.Relay):
         from relay.runner.serve import MAX_BODY, serve
 
         serve(self, host, port, max_body=max_body or MAX_BODY)
+
+    # -- drafts a person approves (``[agent] approval``) -----------------------------
+
+    def drafts(self, instance_id: str | None = None) -> list[DraftView]:
+        """The agent's drafts awaiting approval, oldest first (``relay drafts``)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.pending(self, instance_id)
+
+    def approve(self, message_id: int, *, text: str | None = None) -> MessageView:
+        """Send a draft, or ``text`` in its place (the edit is recorded); the message
+        that goes out, queued: the delivery gate still decides (``relay approve``)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.approve(self, message_id, actor=self.who(), text=text)
+
+    def reject(self, message_id: int, *, reason: str) -> MessageView:
+        """Discard a draft; the next turn reads ``reason`` (``relay reject``)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.reject(self, message_id, actor=self.who(), reason=reason)
 
     # -- plain names for reads ------------------------------------------------------
 

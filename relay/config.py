@@ -254,6 +254,7 @@ window = ""              # proactive-message window, e.g. "mon-fri 09:00-18:00";
 backend = "scripted"     # scripted | command | openai
 timeout = "60s"
 transcript_window = 50   # recent transcript messages an agent sees
+approval = "none"        # none | first | all: the agent's messages a person approves first
 
 # [agent.command]
 # command = ["python3", "examples/echo_agent.py"]
@@ -284,6 +285,13 @@ soft_window = "30d"      # ... within this window, mark it undeliverable (soft_l
 [daemon]
 pulse = "1s"             # how often the daemon looks for due work
 poll = "30s"             # how often channels are polled for inbound messages
+
+[mcp]                    # relay mcp --http
+host = "127.0.0.1"       # loopback: only programs on this machine reach it
+port = 8765
+token_env = "RELAY_MCP_TOKEN"   # the variable holding the bearer token (never the token)
+origins = "http://127.0.0.1:*,http://localhost:*"   # browser origins accepted
+max_wait = "50s"         # the longest one `wait` call blocks; it returns `next` to go on
 
 [retention]
 outbox_days = 30         # prune delivery bookkeeping of messages sent this long ago

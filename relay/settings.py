@@ -18,33 +18,28 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import timedelta
 from typing import Any
 
-from relay.core.durations import parse_duration
-from relay.core.errors import ConfigError, InvalidInput
+from relay.setting_kinds import (
+    APPROVAL,
+    BOOL,
+    DURATION,
+    NAME,
+    OPTIONAL,
+    SECONDS,
+    TABLES,
+    TEXT,
+    Kind,
+    key,
+    read_value,
+)
 
-#: How a key's value is read. A whole number is a count at least that large.
-TEXT = "text"  # any text
-NAME = "name"  # text that must not be empty
-OPTIONAL = "optional"  # text; empty means None (not set)
-DURATION = "duration"  # "90s", "30m", "1h30m", or a bare number of seconds as text
-SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``)
-TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
-BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
-
-Kind = str | int
-
-
-def key(default: Any, kind: Kind, help: str) -> Any:
-    """Declare a key as a field of its section: its default, kind and help text.
-
-    The field itself has no default (a :class:`Settings` is only ever built from
-    a whole configuration); the declared default is what :data:`DEFAULTS` holds.
-    """
-    return field(metadata={"default": default, "kind": kind, "help": help})
-
+__all__ = [
+    "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "SECONDS", "TABLES", "TEXT",
+    "Kind", "Settings", "build_settings", "convert", "key",
+]  # fmt: skip
 
 @dataclass(frozen=True)
 class DatabaseSettings:
@@ -105,6 +100,12 @@ class AgentSettings:
     )  # fmt: skip
     timeout: timedelta = key("60s", SECONDS, "how long one agent turn may take")
     transcript_window: int = key(50, 1, "how many recent transcript messages a turn sees")
+    approval: str = key(
+        "none", APPROVAL,
+        "which of the agent's messages a person approves before they go out: `none`, `first` "
+        "(every message until one is approved: the opening one), `all`; `relay start "
+        "--approval` overrides it (see [Drafts](programs.md#drafts-a-person-approves))",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,32 @@ class MetricsSettings:
 
 
 @dataclass(frozen=True)
+class McpSettings:
+    """``[mcp]``: ``relay mcp --http``: where it listens, the variable holding its bearer
+    token (never the token), the browser origins it accepts, the longest ``wait``."""
+
+    host: str = key(
+        "127.0.0.1", NAME, "where `relay mcp --http` listens (loopback: only this machine)"
+    )
+    port: int = key(8765, 1, "its port (`--port 0`: any free one, printed on stderr)")
+    token_env: str = key(
+        "RELAY_MCP_TOKEN", NAME,
+        "the environment variable that holds the bearer token every request must carry; the "
+        "token is never stored in the file, and without it the server does not start",
+    )  # fmt: skip
+    origins: str = key(
+        "http://127.0.0.1:*,http://localhost:*", TEXT,
+        "comma-separated browser origins accepted (`:*` any port); a request with any other "
+        "`Origin` header is refused (403)",
+    )  # fmt: skip
+    max_wait: timedelta = key(
+        "50s", DURATION,
+        "the longest one MCP `wait` call blocks over HTTP; then it answers with `next`, the "
+        "arguments that carry on",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Settings:
     """Relay's own keys, typed: a field per section, plus the ``[[notify]]`` tables."""
 
@@ -259,13 +286,14 @@ class Settings:
     bounces: BounceSettings
     daemon: DaemonSettings
     retention: RetentionSettings
+    mcp: McpSettings
     console: ConsoleSettings
     metrics: MetricsSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...] = key(
         [], TABLES,
         "`[[notify]]` tables: a webhook `url` or a `command` told of chosen `events` "
-        "(needs_human, done, reply, failed); see "
+        "(needs_human, done, reply, failed, draft); see "
         "[Driving relay from a program](programs.md#notifications-notify)",
     )  # fmt: skip
 
@@ -307,52 +335,8 @@ KINDS: dict[str, Kind] = {k.name: k.kind for k in KEYS}
 
 
 def convert(key: str, value: Any, where: str) -> Any:
-    """``value`` of ``key`` as its type, or a ConfigError naming the key and ``where``
-    it was set (the one check of a value, for the file, the environment and flags)."""
-    kind = KINDS.get(key)
-    if isinstance(kind, int):
-        return _count(key, value, where, kind)
-    if kind == SECONDS and isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)  # TOML ``timeout = 60``
-    if kind is None:
-        return value
-    if kind == BOOL:
-        return _flag(key, value, where)
-    if kind == TABLES:
-        if not isinstance(value, list):
-            raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
-        return tuple(value)
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
-    return _text(key, value, where, kind)
-
-
-def _text(key: str, value: str, where: str, kind: str) -> Any:
-    if kind == NAME and not value.strip():
-        raise ConfigError(f"{where}: {key} must not be empty")
-    if kind == OPTIONAL:
-        return value.strip() or None
-    if kind in (DURATION, SECONDS):
-        try:
-            return parse_duration(value)
-        except InvalidInput as exc:
-            raise ConfigError(f"{where}: {key}: {exc.message}") from None
-    return value
-
-
-def _flag(key: str, value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
-    return value
-
-
-def _count(key: str, value: Any, where: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
-    if value < least:
-        bound = "must not be negative" if least == 0 else f"must be at least {least}"
-        raise ConfigError(f"{where}: {key} {bound}, not {value!r}")
-    return value
+    """``value`` of ``key`` as its declared type (:func:`relay.setting_kinds.read_value`)."""
+    return read_value(KINDS.get(key), key, value, where)
 
 
 def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Settings:

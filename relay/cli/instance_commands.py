@@ -101,6 +101,14 @@ TemplateVarOption = Annotated[
 CampaignOption = Annotated[
     str | None, typer.Option(help="Tag it with a campaign (list, watch, stats filter by it).")
 ]
+ApprovalOption = Annotated[
+    str | None,
+    typer.Option(
+        "--approval",
+        help="none | first | all: the agent's messages a person approves (`relay approve`) "
+        "before they go out (default: [agent] approval).",
+    ),
+]
 
 
 def start(
@@ -119,12 +127,14 @@ def start(
     campaign: CampaignOption = None,
     whatsapp_template: WhatsappTemplateOption = None,
     template_var: TemplateVarOption = None,
+    approval: ApprovalOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
 
     The first message is written and delivered at once unless --defer is given;
-    a first message outside the sending window waits for it.
+    a first message outside the sending window waits for it; with --approval first
+    or all it waits as a draft for `relay approve`.
     """
     from relay.api import parse_meta
 
@@ -144,6 +154,7 @@ def start(
         campaign=campaign,
         template_sid=whatsapp_template,
         template_variables=parse_meta(template_var or [], "--template-var"),
+        approval=approval,
     )
     instance_render.print_started(view, json_out=json_out)
 

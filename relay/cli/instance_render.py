@@ -274,7 +274,9 @@ def print_started(view: InstanceView, *, json_out: bool) -> None:
     the conversation (JSON, or its state line and the first message's fate)."""
     if view.first_turn_note:
         render.warn(view.first_turn_note)
-    if view.first_message_status not in (None, "sent"):
+    if view.first_message_status == "draft":
+        render.warn("the first message waits as a draft for `relay approve` (see `relay drafts`)")
+    elif view.first_message_status not in (None, "sent"):
         render.warn(undelivered_first(view))
     if json_out:
         render.emit_json(view.to_json())

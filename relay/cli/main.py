@@ -19,7 +19,8 @@ from typer.core import TyperGroup
 from relay import __version__
 from relay.cli import coercion, panels, placeholders, render, resume_collector
 from relay.cli.session import state
-from relay.core.errors import Refused, RelayError
+from relay.core.errors import RelayError
+from relay.core.refusals import message_of
 
 
 def _flags_without_placeholder() -> None:
@@ -54,11 +55,8 @@ class RelayGroup(TyperGroup):
         umask = os.umask(0o077)
         try:
             return super().invoke(ctx)
-        except Refused as exc:
-            render.error(render.refusal(exc))
-            ctx.exit(exc.exit_code)
         except RelayError as exc:
-            render.error(exc.message)
+            render.error(message_of(exc))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             render.error("interrupted")
@@ -179,6 +177,7 @@ def register() -> None:
         contact_commands,
         daemon_commands,
         db_commands,
+        draft_commands,
         engine_commands,
         inbox_commands,
         inspect_commands,
@@ -192,6 +191,7 @@ def register() -> None:
     for module in (
         instance_commands,
         program_commands,
+        draft_commands,
         config_commands,
         db_commands,
         engine_commands,
@@ -223,9 +223,9 @@ def _describe(exc: BaseException) -> str:
     from sqlalchemy.exc import SQLAlchemyError
 
     if isinstance(exc, SQLAlchemyError):
-        orig = getattr(exc, "orig", None)
-        detail = str(orig or exc).strip().splitlines()[0]
-        return f"database error: {detail}"
+        from relay.core.refusals import database_line
+
+        return database_line(exc)
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 

@@ -13,7 +13,8 @@ import typer
 PANELS: dict[str, tuple[str, ...]] = {
     "Conversations": (
         "start", "list", "show", "transcript", "history", "result", "pause", "resume",
-        "cancel", "send", "receive", "wait", "watch", "inbox", "retry",
+        "cancel", "send", "receive", "wait", "watch", "inbox", "retry", "drafts", "approve",
+        "reject",
     ),
     "Contacts": ("contact",),
     "Campaigns": ("import", "stats"),

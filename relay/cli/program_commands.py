@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,9 +22,14 @@ WAIT_HELP = """Wait until a condition holds for the conversations IDS, reading t
 Conditions (--for): done (every one ended), reply (the contact wrote, after --since or
 after the wait began), answer (every required todo answered), needs-human.
 
+Before and while it waits it checks whether work is due with no daemon alive to do
+it: then it warns at once on stderr (and in the JSON's warnings), and with
+--require-daemon it stops with exit code 6 instead of waiting. On a terminal it shows
+what it waits for and for how long.
+
 Exit codes: 0 the condition holds; 3 a conversation needs a human (and you waited for
-something else); 4 timed out; 5 they ended without the condition; 2 unknown id or bad
-input."""
+something else); 4 timed out; 5 they ended without the condition; 6 work is due and no
+daemon is running (--require-daemon); 2 unknown id or bad input."""
 
 
 def result(
@@ -124,9 +131,27 @@ def wait(
         str | None,
         typer.Option("--since", help="For --for reply: count replies after this event cursor."),
     ] = None,
+    require_daemon: Annotated[
+        bool,
+        typer.Option(
+            "--require-daemon",
+            help="Exit with code 6 at once when work is due and no daemon is running.",
+        ),
+    ] = False,
     json_out: JsonOption = False,
 ) -> None:
-    outcome = state.relay().wait(instance_ids, until=until, timeout=timeout, since=since)
+    progress = _Progress(instance_ids, until, timeout) if render.stderr_is_terminal() else None
+    outcome = state.relay().wait(
+        instance_ids,
+        until=until,
+        timeout=timeout,
+        since=since,
+        require_daemon=require_daemon,
+        on_warning=progress.warn if progress else render.warn,
+        on_poll=progress.show if progress else None,
+    )
+    if progress:
+        progress.done()
     if json_out:
         render.emit_json(outcome.to_json())
     else:
@@ -139,13 +164,58 @@ def wait(
 wait.__doc__ = WAIT_HELP
 
 
-def mcp() -> None:
-    """Serve relay's verbs as MCP tools on stdin/stdout (start, status, show, transcript,
-    result, wait, send, pause, resume, cancel, events). Needs relay-outreach[mcp]."""
+class _Progress:
+    """One line on a terminal's stderr, rewritten while ``relay wait`` waits: what
+    for, on which conversations, for how long so far and at most."""
+
+    def __init__(self, ids: list[str], until: str, timeout: str | None) -> None:
+        self.what = f"waiting for {until} on {', '.join(ids)}"
+        self.limit = f" of {timeout}" if timeout else ""
+        self.shown = False
+
+    def show(self, waited: float) -> None:
+        from relay.core.durations import format_duration
+
+        spent = format_duration(timedelta(seconds=int(waited)))
+        sys.stderr.write(f"\r\x1b[K{self.what}: {spent}{self.limit} (Ctrl-C stops)")
+        sys.stderr.flush()
+        self.shown = True
+
+    def warn(self, message: str) -> None:
+        self.done()
+        render.warn(message)
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def mcp(
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="Serve the Streamable HTTP transport instead of stdio; every request needs "
+            "the bearer token in the variable [mcp] token_env names (RELAY_MCP_TOKEN).",
+        ),
+    ] = False,
+    host: Annotated[
+        str | None, typer.Option(help="With --http: the address to bind (default: [mcp] host).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option(help="With --http: the port (default: [mcp] port; 0: any free one)."),
+    ] = None,
+) -> None:
+    """Serve relay's verbs as MCP tools (start, status, show, transcript, result, wait,
+    send, pause, resume, cancel, events, drafts, approve, reject): on stdin/stdout, or
+    with --http over Streamable HTTP on loopback. Needs relay-outreach[mcp]."""
     relay = state.relay()
     if relay.actor is None:
         relay.actor = f"mcp:{relay.who()}"
-    relay.serve_mcp()
+    relay.serve_mcp(http=http, host=host, port=port)
 
 
 def register(app: typer.Typer) -> None:

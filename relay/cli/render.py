@@ -270,34 +270,13 @@ def fields(pairs: Iterable[tuple[str, Any]]) -> None:
             line(f"{key.ljust(width)}  {value.plain if isinstance(value, Text) else value}")
 
 
-#: The command an operator types for each event the state machine takes from the CLI
-#: (and what follows the instance id).
-VERBS = {
-    "pause": ("relay pause", ""),
-    "resume": ("relay resume", ""),
-    "cancel": ("relay cancel", ""),
-    "manual_send": ("relay send", ' "TEXT"'),
-}
-
-
-def refusal(exc: Any) -> str:
-    """A refusal in the operator's terms: what was asked, why not, and the
-    commands that would work (internal events have no command and are left out)."""
-    instance_id, state_name, event = exc.instance_id, exc.state, exc.event
-    if not (instance_id and state_name and event):
-        return str(exc.message)
-    asked = f"`{VERBS[event][0]}`" if event in VERBS else event
-    head = f"instance {instance_id} is {state_name}; {asked} does not apply"
-    works = [f"`{VERBS[e][0]} {instance_id}{VERBS[e][1]}`" for e in exc.allowed if e in VERBS]
-    if works:
-        return f"{head}; what works now: {', '.join(works)}"
-    if not exc.allowed:
-        return f"{head}: the conversation has ended (`relay show {instance_id}` says why)"
-    return f"{head}; nothing an operator does applies now"
-
-
 def error(message: str) -> None:
     sys.stderr.write(f"relay: error: {clean(mask_text(message))}\n")
+
+
+def stderr_is_terminal() -> bool:
+    """Whether a person watches stderr (progress lines go there, never to stdout)."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
 
 
 def note(message: str) -> None:

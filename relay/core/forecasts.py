@@ -34,6 +34,8 @@ class Next(StrEnum):
     PAUSED = "paused"
     #: Waits for a person (``detail``: why it was handed over).
     PERSON = "person"
+    #: A draft of the agent's waits for a person's approval (``detail``: how many).
+    APPROVAL = "approval"
 
 
 class Delivery(StrEnum):
@@ -153,6 +155,7 @@ _WORDS = {
     Next.QUEUED: _queued,
     Next.PAUSED: _paused,
     Next.PERSON: _person,
+    Next.APPROVAL: lambda f: f"{f.detail} draft(s) await approval (`relay drafts`)",
 }
 
 

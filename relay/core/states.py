@@ -55,6 +55,7 @@ class Event(StrEnum):
     MANUAL_SEND = "manual_send"
     PAUSE = "pause"
     CANCEL = "cancel"
+    DRAFT_REJECTED = "draft_rejected"
 
     def __str__(self) -> str:
         return self.value
@@ -96,6 +97,7 @@ _BASE: dict[State, dict[Event, State]] = {
         E.HEARTBEAT_FIRES: S.HEARTBEAT_SCHEDULED,
         E.END_CONVERSATION: S.COMPLETED,
         E.REQUEST_INTERVENTION: S.NEEDS_HUMAN_INTERVENTION,  # + a delivery failed for good
+        E.DRAFT_REJECTED: S.ACTIVE,  # + a person rejected the draft: the agent writes again
     },
     S.WAITING_FOR_AGENT: {
         E.AGENT_PROCESSES_REPLY: S.ACTIVE,

@@ -42,9 +42,15 @@ class MessageStatus(StrEnum):
     """Lifecycle of a transcript row.
 
     Outbound: queued -> sending -> sent, or failed / blocked (opted out) /
-    cancelled (the instance ended before delivery). Inbound: received ->
+    cancelled (the instance ended before delivery). An agent's message that a
+    person approves first starts as a draft: approved it is queued; rejected, or
+    replaced by an edited copy (edited), it is never sent. Inbound: received ->
     processed (an agent turn has seen it).
     """
+
+    DRAFT = "draft"
+    REJECTED = "rejected"
+    EDITED = "edited"
 
     QUEUED = "queued"
     SENDING = "sending"

@@ -14,9 +14,13 @@ from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.store.models import Instance, Message
 
+#: Outbound that has not started on its way: queued, or a draft awaiting approval.
+WAITING = (MessageStatus.QUEUED.value, MessageStatus.DRAFT.value)
+
 
 def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
-    """Outbound for the contact still queued (not yet being sent), locked.
+    """Outbound for the contact still queued (not yet being sent), drafts included
+    (a draft approved later must find itself held too), locked.
 
     Locked, so that a claim taking one of them at this moment goes first: on
     PostgreSQL the lock waits for the claim's commit and then re-reads the row,
@@ -29,7 +33,7 @@ def queued_outbound_to(session: Session, contact_id: int) -> Sequence[Message]:
         .where(
             Message.contact_id == contact_id,
             Message.direction == Direction.OUTBOUND.value,
-            Message.status == MessageStatus.QUEUED.value,
+            Message.status.in_(WAITING),
         )
         .with_for_update()
         .execution_options(populate_existing=True)

@@ -111,6 +111,8 @@ class InstanceRow(PlainRow):
     first_reply_at: datetime | None
     reply_seconds: float | None
     followups_sent: int
+    approval: str | None
+    drafts_pending: int
 
 
 class MessageRow(PlainRow):

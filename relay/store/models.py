@@ -83,6 +83,8 @@ class Instance(Base):
     first_reply_at: Mapped[datetime | None]
     reply_seconds: Mapped[float | None]
     followups_sent: Mapped[int]
+    approval: Mapped[str | None]
+    drafts_pending: Mapped[int]
 
 
 class Todo(Base):

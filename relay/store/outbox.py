@@ -47,10 +47,11 @@ def _ids_by_key(dialect: str) -> AnySelect:
 
 
 def queued_of(session: Session, instance_id: str) -> ScalarResult[Message]:
-    """The conversation's messages still waiting in the outbox."""
+    """The conversation's messages still waiting in the outbox, drafts included."""
     return session.scalars(
         select(Message).where(
-            Message.instance_id == instance_id, Message.status == MessageStatus.QUEUED.value
+            Message.instance_id == instance_id,
+            Message.status.in_((MessageStatus.QUEUED.value, MessageStatus.DRAFT.value)),
         )
     )
 

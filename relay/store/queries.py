@@ -128,6 +128,9 @@ UNDELIVERABLE = (
     MessageStatus.FAILED.value,
     MessageStatus.BLOCKED.value,
     MessageStatus.CANCELLED.value,
+    # Drafts a person turned down (or replaced by an edited copy) were never said.
+    MessageStatus.REJECTED.value,
+    MessageStatus.EDITED.value,
 )
 
 

@@ -147,6 +147,10 @@ instances = Table(
     Column("reply_seconds", Float),
     # every follow-up sent (``follow_up_count`` restarts at each reply; this never does).
     Column("followups_sent", Integer, nullable=False, default=0, server_default="0"),
+    # Which of the agent's messages a person approves first (first, all; NULL: none),
+    # and how many wait for it now: the follow-up countdown waits for them (0011).
+    Column("approval", String(8)),
+    Column("drafts_pending", Integer, nullable=False, default=0, server_default="0"),
     Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
     Index(IMPORT_KEY_INDEX, "import_key", unique=True),
     Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),

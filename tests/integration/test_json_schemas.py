@@ -86,6 +86,17 @@ def test_every_command_json_output_matches_its_schema(cli: Cli, tmp_path: Path) 
     valid("doctor", out(cli("doctor", "--json")))
     valid("db-current", out(cli("db", "current", "--json")))
     valid("config", out(cli("config", "show", "--json")))
+    drafted = valid("instance", out(cli("start", "+15551230009", "-o", "z", "--todo", "Day?",
+                                        "--approval", "all", "--json")))  # fmt: skip
+    listed = valid("drafts", out(cli("drafts", "--json")))
+    assert [d["instance_id"] for d in listed] == [drafted["id"]]
+    valid("message", out(cli("reject", str(listed[0]["id"]), "--reason", "no", "--json")))
+    assert cli("tick").exit_code == 0
+    (again,) = valid("drafts", out(cli("drafts", "--json")))
+    valid("message", out(cli("approve", str(again["id"]), "--json")))
+    valid("wait", cli("wait", drafted["id"], "--timeout", "1s", "--json").json())
+    for line in cli("events", "--json").stdout.splitlines():
+        valid("event", json.loads(line))
 
 
 def test_demo_and_daemon_status_json(run_cli: Cli, cli: Cli) -> None:

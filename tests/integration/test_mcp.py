@@ -18,7 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 PHONE = "+15551230001"
 TOOLS = {
     "start", "status", "show", "transcript", "result", "wait",
-    "send", "pause", "resume", "cancel", "events",
+    "send", "pause", "resume", "cancel", "events", "drafts", "approve", "reject",
 }  # fmt: skip
 
 
@@ -29,16 +29,88 @@ def _data(result: Any) -> Any:
     return json.loads(result.content[0].text)
 
 
-async def _session_run(db_url: str, work: Path, script: Any) -> Any:
+async def _session_run(db_url: str, work: Path, script: Any, errlog: Any = None) -> Any:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "relay", "--actor", "assistant", "mcp"],
         env={"RELAY_DATABASE_URL": db_url, "NO_COLOR": "1"},
         cwd=str(work),
     )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async with (
+        stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         return await script(session)
+
+
+def _error(result: Any) -> tuple[str, dict[str, Any]]:
+    """A tool error's text and its structured ``error``."""
+    assert result.is_error, result
+    assert result.structured_content is not None, result.content
+    return result.content[0].text, result.structured_content["error"]
+
+
+#: What the CLI prints for each failure a program is likely to make, and its kind.
+FAILURES = [
+    ("show", {"instance_id": "zzzzzzz"}, ["show", "zzzzzzz"], "not_found"),
+    ("start", {"contact": "not a contact", "objective": "x", "todos": ["Day?"]},
+     ["start", "not a contact", "-o", "x", "--todo", "Day?"], "invalid"),
+    ("wait", {"instance_ids": ["{iid}"], "until": "someday"},
+     ["wait", "{iid}", "--for", "someday"], "invalid"),
+    ("pause", {"instance_id": "{iid}"}, ["pause", "{iid}"], "refused"),
+]  # fmt: skip
+
+
+def fill(args: dict[str, Any], iid: str) -> dict[str, Any]:
+    """A FAILURES call's arguments with the conversation's id put in."""
+
+    def one(value: Any) -> Any:
+        if value == ["{iid}"]:
+            return [iid]
+        return value.replace("{iid}", iid) if isinstance(value, str) else value
+
+    return {key: one(value) for key, value in args.items()}
+
+
+def check_failures(call: Any, cli: Any, iid: str) -> None:
+    """Each failure: the tool's text is the CLI's stderr line, with its kind as data."""
+    for tool, args, argv, kind in FAILURES:
+        text, error = _error(call(tool, fill(args, iid)))
+        printed = cli(*[a.replace("{iid}", iid) for a in argv])
+        assert printed.exit_code == error["exit_code"], (tool, printed)
+        assert text == printed.stderr.strip(), tool
+        assert error["kind"] == kind, (tool, error)
+        assert text == f"relay: error: {error['message']}"
+    text, error = _error(call("pause", {"instance_id": iid}))
+    assert error["state"] == "PAUSED" and error["instance_id"] == iid
+    assert sorted(error["commands"]) == [f"relay cancel {iid}", f"relay resume {iid}"]
+    assert sorted(error["tools"]) == ["cancel", "resume"]
+    assert "what works now" in text
+
+
+def test_errors_reach_the_client_with_their_meaning(db_url: str, tmp_path: Path, cli: Any) -> None:
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+    iid = cli("start", PHONE, "-o", "x", "--todo", "Day?", "--defer", "--json").json()["id"]
+    assert cli("pause", iid).exit_code == 0
+    errlog = (tmp_path / "server.err").open("w+")
+
+    async def script(session: ClientSession) -> list[Any]:
+        calls = [(tool, args) for tool, args, _, _ in FAILURES] + [("pause", {"instance_id": iid})]
+        results = []
+        for tool, args in calls:
+            results.append(await session.call_tool(tool, fill(args, iid)))
+        return [session.server_info, results]
+
+    info, results = anyio.run(_session_run, db_url, tmp_path, script, errlog)
+    from relay import __version__
+
+    assert info is not None and info.version == __version__
+    by_call = iter(results)
+    check_failures(lambda tool, args: next(by_call), cli, iid)
+    errlog.seek(0)
+    logged = errlog.read()
+    assert "Traceback" not in logged and "Error executing tool" not in logged, logged
 
 
 def test_a_program_delegates_a_conversation_over_mcp(db_url: str, tmp_path: Path, cli: Any):
@@ -118,3 +190,48 @@ def test_operator_tools_over_mcp(db_url: str, tmp_path: Path) -> None:
         "FAILED",
         "True",
     ]
+
+
+def test_drafts_over_mcp_and_the_cli(db_url: str, tmp_path: Path, cli: Any) -> None:
+    """A conversation started with approval all delivers nothing until approved; the
+    same verbs from MCP and the CLI, with their JSON shapes."""
+    (tmp_path / "relay.toml").write_text("[channels.console]\necho = false\n")
+
+    async def script(session: ClientSession) -> dict[str, Any]:
+        args = {"contact": PHONE, "objective": "x", "todos": ["Which day?"], "approval": "all"}
+        started = _data(await session.call_tool("start", args))
+        listed = _data(await session.call_tool("drafts", {}))["drafts"]
+        bad = await session.call_tool("approve", {"message_id": 999})
+        sent = _data(await session.call_tool("approve", {"message_id": listed[0]["id"]}))
+        again = await session.call_tool("approve", {"message_id": listed[0]["id"]})
+        return {"started": started, "listed": listed, "bad": bad, "sent": sent, "again": again}
+
+    out = anyio.run(_session_run, db_url, tmp_path, script)
+    started = out["started"]
+    assert (started["first_message_status"], started["drafts_pending"]) == ("draft", 1)
+    assert started["approval"] == "all" and started["next_heartbeat_at"] is None
+    (draft,) = out["listed"]
+    assert (draft["instance_id"], draft["contact"]) == (started["id"], PHONE)
+    assert _error(out["bad"])[1]["kind"] == "not_found"
+    assert out["sent"]["status"] == "queued"
+    text, error = _error(out["again"])
+    assert error["kind"] == "refused" and "not a draft" in text
+    kinds = [json.loads(line)["data"].get("action") for line in
+             cli("events", "--json").stdout.splitlines() if '"draft"' in line]  # fmt: skip
+    assert kinds == ["written", "approved"]
+
+    # The CLI: a second conversation, rejected then approved with an edit.
+    iid = cli("start", "+15551230002", "-o", "y", "--todo", "Day?", "--approval", "all",
+              "--json").json()["id"]  # fmt: skip
+    listed = cli("drafts", "--json", "--instance", iid)
+    assert listed.exit_code == 0, listed
+    (draft,) = listed.json()
+    rejected = cli("reject", str(draft["id"]), "--reason", "too short", "--json")
+    assert rejected.exit_code == 0 and rejected.json()["status"] == "rejected"
+    assert cli("tick").exit_code == 0
+    (second,) = cli("drafts", "--json").json()
+    approved = cli("approve", str(second["id"]), "--text", "Hello! Which day?", "--json")
+    assert approved.exit_code == 0, approved
+    assert approved.json()["text"] == "Hello! Which day?"
+    assert cli("drafts").stdout.strip() == "no drafts await approval"
+    assert cli("reject", str(second["id"]), "--reason", "x").exit_code == 1

@@ -55,6 +55,7 @@ EXPECTED_TYPE = {
     settings.OPTIONAL: str | None,
     settings.DURATION: timedelta,
     settings.SECONDS: timedelta,
+    settings.APPROVAL: str,
 }
 
 

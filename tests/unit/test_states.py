@@ -62,6 +62,7 @@ EXPECTED: dict[str, dict[str, str]] = {
         "heartbeat_fires": "HEARTBEAT_SCHEDULED",
         "end_conversation": "COMPLETED",
         "request_intervention": "NEEDS_HUMAN_INTERVENTION",  # addition: delivery failed
+        "draft_rejected": "ACTIVE",  # addition: a person rejected the agent's draft
         **_PAUSE,
         **_CANCEL,
         **_OPTED_OUT,

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from relay.core.values import MessageStatus
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
 from relay.store.models import Message
@@ -30,6 +31,8 @@ class Kind(StrEnum):
     FAILED = "message.failed"
     ANSWER = "answer.recorded"
     COMMAND = "command"
+    #: A draft written, approved or rejected (``data.action``).
+    DRAFT = "draft"
 
     def __str__(self) -> str:
         return self.value
@@ -70,7 +73,11 @@ def record_outbound(
     found = sorted(outbox_rows.ids_by_key(session, keys), key=itemgetter(0))
     for message_id, key in found:
         row = keys[key]
-        record(session, Kind.QUEUED, row["instance_id"], _queued(message_id, row), now)
+        data = _queued(message_id, row)
+        if row["status"] == MessageStatus.DRAFT.value:
+            record(session, Kind.DRAFT, row["instance_id"], {**data, "action": "written"}, now)
+        else:
+            record(session, Kind.QUEUED, row["instance_id"], data, now)
     return {key: message_id for message_id, key in found}
 
 

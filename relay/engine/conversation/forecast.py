@@ -43,6 +43,8 @@ def next_message(
     pending = reads.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
+    if instance.drafts_pending:
+        return Forecast(Next.APPROVAL, detail=str(instance.drafts_pending))
     if state in HEARTBEAT_STATES:
         return _heartbeat(session, instance, config, now)
     return _due(instance, state, now) or _held(session, instance, state)

@@ -131,6 +131,7 @@ def _end(
     if not target.terminal:
         return
     instance.ended_at = now
+    instance.drafts_pending = 0  # what was a draft is cancelled, blocked or a farewell now
     if event is Event.CANCEL:
         instance.failure_reason = "cancelled"
     elif target in FAILED_STATES and reason:
@@ -311,19 +312,29 @@ def record_creation(
     events.record(session, events.Kind.STATE, instance.id, data, now, actor=actor)
 
 
+def _countdown(instance: InstanceFields) -> int:
+    """The seconds a countdown entering WAITING_FOR_REPLY runs: what a pause (or a
+    draft) kept, else the agent's one-off, else the conversation's heartbeat."""
+    for seconds in (instance.heartbeat_remaining_seconds, instance.heartbeat_override_seconds):
+        if seconds is not None:
+            return seconds
+    return instance.heartbeat_seconds
+
+
 def _move_heartbeat(instance: InstanceFields, current: State, target: State, now: datetime) -> None:
     if current is target:
         return  # nothing is entered or left (no terminal state has a transition)
     if Effect.START_HEARTBEAT in entering(target):
-        if instance.heartbeat_remaining_seconds is not None:
-            seconds = instance.heartbeat_remaining_seconds
-        elif instance.heartbeat_override_seconds is not None:
-            seconds = instance.heartbeat_override_seconds
-        else:
-            seconds = instance.heartbeat_seconds
+        seconds = _countdown(instance)
+        instance.heartbeat_override_seconds = None
+        if instance.drafts_pending:
+            # Nothing went out yet: the countdown waits, whole, for the approval
+            # (relay.engine.verbs.drafts starts it), as a pause keeps the time left.
+            instance.next_heartbeat_at = None
+            instance.heartbeat_remaining_seconds = seconds
+            return
         instance.next_heartbeat_at = now + timedelta(seconds=seconds)
         instance.heartbeat_remaining_seconds = None
-        instance.heartbeat_override_seconds = None
     elif Effect.STOP_HEARTBEAT in leaving(current):
         keeps = Effect.RECORD_PRIOR_STATE in entering(target)  # a pause keeps the time left
         if keeps and instance.next_heartbeat_at is not None:

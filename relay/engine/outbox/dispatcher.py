@@ -123,7 +123,13 @@ class Dispatcher:
         Returns the rows leased (changed in place)."""
         now = self.relay.now()
         busy = outbox_rows.pending_of(session, sorted({row["instance_id"] for row in rows}))
-        leased = [r for r in rows if r["instance_id"] not in busy and r["next_attempt_at"] <= now]
+        leased = [
+            r
+            for r in rows
+            if r["instance_id"] not in busy
+            and r["next_attempt_at"] is not None  # a draft waits for a person
+            and r["next_attempt_at"] <= now
+        ]
         for row in leased:
             claims.lease_outbox_row(row, now + SEND_LEASE, self.owner)
         return leased

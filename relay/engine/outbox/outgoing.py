@@ -61,6 +61,18 @@ def outbound_row(
     }
 
 
+#: Where the agent's next turn finds the draft a person rejected and why (its
+#: ``state``): ``{"message_id": ..., "text": ..., "reason": ...}``; cleared by that turn.
+REJECTED_KEY = "relay:rejected_draft"
+
+
+def as_draft(row: dict[str, Any]) -> dict[str, Any]:
+    """An outbox row that waits for a person's approval: the dispatcher never sees it."""
+    row["status"] = MessageStatus.DRAFT.value
+    row["next_attempt_at"] = None
+    return row
+
+
 def cancel_outbox(session: Session, instance_id: str) -> None:
     """A cancelled conversation sends nothing more, not even what was queued."""
     for message in outbox_rows.queued_of(session, instance_id):

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from relay.core.approval import needs_approval
 from relay.core.states import Event, State
 from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import events, scoped_state, transitions
-from relay.engine.outbox.outgoing import outbound_row
+from relay.engine.outbox.outgoing import REJECTED_KEY, as_draft, outbound_row
 from relay.engine.turns import answers
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries
 from relay.store import outbox as outbox_rows
@@ -204,12 +205,7 @@ class TurnCommitter:
         now: datetime,
         loaded: _Loaded,
     ) -> None:
-        proactive = context.reason in (TurnReason.FIRST_MESSAGE, TurnReason.FOLLOW_UP)
-        for text in plan.messages:
-            # Written with the batch's other messages, in one statement, at its commit.
-            loaded.messages.append(
-                outbound_row(instance, text, Author.AGENT, now, proactive=proactive)
-            )
+        self._write_messages(session, instance, plan, context, now, loaded)
         todos = {t.position: t for t in loaded.todos.get(instance.id, ())}
         for todo_id, status in plan.todo_updates:
             todo: Todo = todos[todo_id]
@@ -225,6 +221,29 @@ class TurnCommitter:
                 message.processed_at = now
         if plan.next_heartbeat is not None:
             instance.heartbeat_override_seconds = int(plan.next_heartbeat.total_seconds())
+
+    def _write_messages(
+        self,
+        session: Session,
+        instance: InstanceFields,
+        plan: TurnPlan,
+        context: TurnContext,
+        now: datetime,
+        loaded: _Loaded,
+    ) -> None:
+        """The turn's messages, as outbox rows or, when a person approves them
+        first, as drafts (``instances.drafts_pending`` counts them)."""
+        proactive = context.reason in (TurnReason.FIRST_MESSAGE, TurnReason.FOLLOW_UP)
+        drafts = needs_approval(instance.approval) and bool(plan.messages)
+        for text in plan.messages:
+            # Written with the batch's other messages, in one statement, at its commit.
+            row = outbound_row(instance, text, Author.AGENT, now, proactive=proactive)
+            loaded.messages.append(as_draft(row) if drafts else row)
+        if drafts:
+            instance.drafts_pending = (instance.drafts_pending or 0) + len(plan.messages)
+        if context.state.get(REJECTED_KEY) is not None:
+            # The turn has read why its last draft was turned down; the next one need not.
+            scoped_state.store(session, instance, REJECTED_KEY, None, now)
 
     def _opt_out(
         self,

@@ -120,6 +120,8 @@ def _instance_row(
         "turn_attempts": 0,
         "campaign": spec.campaign,
         "import_key": spec.import_key,
+        "approval": spec.approval,
+        "drafts_pending": 0,
         "created_at": now,
         "updated_at": now,
     }

@@ -7,7 +7,7 @@ changes a conversation: each is a read transaction over the store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -100,16 +100,36 @@ class Lookups:
         until: str = "done",
         timeout: str | timedelta | None = None,
         since: int | str | None = None,
+        require_daemon: bool = False,
+        on_warning: Callable[[str], None] | None = None,
+        on_poll: Callable[[float], None] | None = None,
     ) -> Any:
         """Block until the condition holds for the instances (see
-        :func:`relay.engine.verbs.waiting.wait`); returns a :class:`WaitOutcome`."""
+        :func:`relay.engine.verbs.waiting.wait`); returns a :class:`WaitOutcome`. With due
+        work and no daemon alive it warns at once (``on_warning`` and the outcome's
+        ``warnings``) and, with ``require_daemon``, ends with outcome ``no_daemon``."""
         from relay.engine.verbs.waiting import wait
 
-        return wait(cast("Relay", self), instance_ids, until=until, timeout=timeout, since=since)
+        return wait(
+            cast("Relay", self),
+            instance_ids,
+            until=until,
+            timeout=timeout,
+            since=since,
+            require_daemon=require_daemon,
+            on_warning=on_warning,
+            on_poll=on_poll,
+        )
+
+    def unattended(self) -> list[str]:
+        """A warning when work is due and no daemon is alive to do it (else empty)."""
+        with self.store.read_transaction() as session:
+            return unattended_now(session, self.now())
 
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""
         from relay.engine.verbs import operations
+
         with self.store.read_transaction() as session:
             return operations.contact_rows(session, campaign=campaign, limit=limit)
 
@@ -182,6 +202,7 @@ class Lookups:
         """Inbound no conversation took: unrouted, late (its conversation had ended)
         and rejected (no usable sender), newest first; ``kinds`` None: all three."""
         from relay.engine.verbs import operations
+
         chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
         with self.store.read_transaction() as session:
             return operations.inbox(session, kinds=chosen, limit=limit)
@@ -199,11 +220,8 @@ class Lookups:
             daemons, last_seen = _daemons(session, now)
             # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
             due_now = due.count_due(session, now)
-            # Work due for longer than a daemon may stay silent: nobody is doing it
-            # (with cron, `relay tick` every minute keeps this at zero).
-            overdue = due.count_due(session, now, due_by=now - DAEMON_SILENCE)
         pending = outbound.get("queued", 0) + outbound.get("sending", 0)
-        warnings = _unattended(overdue, last_seen, now)
+        warnings = unattended(due_now, len(daemons))
         return StatusView(
             states={s.value: states.get(s.value, 0) for s in State},
             queue_depth=states.get(QUEUED_STATE.value, 0),
@@ -228,16 +246,25 @@ def _daemons(session: Session, now: datetime) -> tuple[Sequence[Row[Any]], datet
     return daemons, daemons_table.last_pulse(session)
 
 
-def _unattended(overdue: int, last_seen: datetime | None, now: datetime) -> list[str]:
-    """A warning when work waits and no daemon has pulsed for a while."""
-    stale = last_seen is None or (now - last_seen) > DAEMON_SILENCE
-    if not (overdue and stale):
+def unattended(due_now: int, live_daemons: int) -> list[str]:
+    """A warning as soon as work is due and no daemon is alive to do it (one that
+    pulsed within :data:`DAEMON_SILENCE` and has not stopped): ``relay status`` and
+    every wait say it, so nobody waits for work nothing will do."""
+    if not due_now or live_daemons:
         return []
     return [
-        f"{overdue} item(s) of work have been due for over "
-        f"{format_duration(DAEMON_SILENCE)} and no daemon has pulsed recently; "
-        "run `relay daemon` or `relay tick`"
+        f"{due_now} item(s) of work are due and no daemon is running (none has pulsed "
+        f"in the last {format_duration(DAEMON_SILENCE)}); run `relay daemon`, or "
+        "`relay tick` once"
     ]
+
+
+def unattended_now(session: Session, now: datetime) -> list[str]:
+    """:func:`unattended` read from the store (two indexed counts)."""
+    daemons = daemons_table.live_daemons(session, now - DAEMON_SILENCE)
+    if daemons:
+        return []
+    return unattended(due.count_due(session, now), 0)
 
 
 def _watch_row(

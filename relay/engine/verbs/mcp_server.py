@@ -1,20 +1,36 @@
-"""``relay mcp``: relay's verbs as tools of an MCP server (stdio transport), so an AI
-agent that speaks the Model Context Protocol can delegate a conversation without a
-shell. Needs the optional extra ``relay-outreach[mcp]`` (the official ``mcp`` SDK).
+"""``relay mcp``: relay's verbs as tools of an MCP server, so an AI agent that speaks
+the Model Context Protocol can delegate a conversation without a shell. Needs the
+optional extra ``relay-outreach[mcp]`` (the official ``mcp`` SDK).
 
 Each tool is a thin call to :class:`relay.engine.verbs.service.Relay` and returns the same
 JSON document as the matching ``relay ... --json`` command (with ``schema_version``).
-Errors (an unknown id, a refused state change) come back as tool errors.
+
+A relay error comes back as a tool error the caller can act on (:func:`failure`):
+its text is the line the CLI prints, and its structured content says the kind
+(``refused``, ``not_found``, ``invalid``, ``config``, ``unavailable``), the
+conversation's state and what would work instead. Such errors are the caller's
+to handle, so the server logs nothing for them; only a real crash is logged as one.
+The transports (stdio, Streamable HTTP) live in :mod:`relay.runner.mcp_http` and
+:func:`serve`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
+from sqlalchemy.exc import OperationalError
 
+from relay import __version__
+from relay.core.errors import Refused, RelayError
 from relay.core.jsonshape import versioned
+from relay.core.refusals import VERBS, commands_that_work, database_line, kind_of, message_of
+from relay.core.secrets import mask_text
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
@@ -23,84 +39,130 @@ INSTRUCTIONS = """relay conducts a text conversation with one contact for you. C
 with the contact, an objective and todos (a todo may end with ::KIND for a structured
 answer: date, time, datetime, number, yesno, email, phone, choice(a,b), text; ? makes it
 optional). Then `wait` (for: done, reply, answer, needs-human) and read `result`: each
-todo's answer as data. `meta` you pass to `start` comes back in every result."""
+todo's answer as data. `meta` you pass to `start` comes back in every result. A failed
+call returns the reason as text and as data (kind, state, the tools that would work);
+a wait's `warnings` say when no daemon is running to do the due work; a wait cut
+short by the server's limit returns `next`: call `wait` again with its arguments."""
+
+#: The MCP tool for each event an operator command triggers.
+TOOLS = {"pause": "pause", "resume": "resume", "cancel": "cancel", "manual_send": "send"}
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def build_server(relay: Relay) -> MCPServer:
-    server = MCPServer("relay", instructions=INSTRUCTIONS)
-    _tools_say_why(server)
+def failure(exc: RelayError) -> CallToolResult:
+    """A relay error as an MCP tool error: the CLI's line, and the same as data."""
+    line = f"relay: error: {mask_text(message_of(exc))}"
+    data: dict[str, Any] = {
+        "error": {
+            "kind": kind_of(exc),
+            "message": mask_text(message_of(exc)),
+            "exit_code": exc.exit_code,
+            "instance_id": None,
+            "state": None,
+            "event": None,
+            "commands": [],
+            "tools": [],
+        }
+    }
+    if isinstance(exc, Refused):
+        data["error"].update(
+            instance_id=exc.instance_id,
+            state=exc.state,
+            event=exc.event,
+            commands=commands_that_work(exc),
+            tools=[TOOLS[e] for e in exc.allowed if e in TOOLS and e in VERBS],
+        )
+    return CallToolResult(
+        content=[TextContent(type="text", text=line)], structured_content=data, is_error=True
+    )
+
+
+def _unavailable(exc: OperationalError) -> CallToolResult:
+    line = database_line(exc)
+    data = {"error": {"kind": "unavailable", "message": line, "exit_code": 2}}
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"relay: error: {line}")],
+        structured_content=data,
+        is_error=True,
+    )
+
+
+def guarded(tool: F) -> F:
+    """The tool, answering a relay error (or a database that cannot be reached) as
+    :func:`failure` rather than raising it (the SDK would hide its text and log a
+    traceback). Anything else is a crash and is left to the SDK to report as one."""
+    if inspect.iscoroutinefunction(tool):
+
+        @functools.wraps(tool)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await tool(*args, **kwargs)
+            except RelayError as exc:
+                return failure(exc)
+            except OperationalError as exc:
+                return _unavailable(exc)
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(tool)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return tool(*args, **kwargs)
+        except RelayError as exc:
+            return failure(exc)
+        except OperationalError as exc:
+            return _unavailable(exc)
+
+    return run  # type: ignore[return-value]
+
+
+def build_server(relay: Relay, *, max_wait: float | None = None) -> MCPServer:
+    """The server with every tool; ``max_wait``: the longest one ``wait`` call may
+    block, in seconds (None: as long as the caller asks)."""
+    server = MCPServer("relay", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
     _start_tool(server, relay)
     _conversation_tools(server, relay)
-    _wait_tool(server, relay)
+    _wait_tool(server, relay, max_wait)
     _operator_tools(server, relay)
+    _draft_tools(server, relay)
     return server
 
 
-def _tools_say_why(server: MCPServer) -> None:
-    """Every tool answers a refusal or bad input with relay's one-line reason (the
-    SDK hides the text of any other exception: "Error executing tool start")."""
-    import functools
-    import inspect
+def _tool(server: MCPServer) -> Callable[[F], F]:
+    """``server.tool()`` over :func:`guarded`."""
 
-    from mcp.server.mcpserver.exceptions import ToolError
+    def register(function: F) -> F:
+        server.tool()(guarded(function))
+        return function
 
-    from relay.core.errors import RelayError
-
-    register = server.tool
-
-    def tool(*args: Any, **kwargs: Any) -> Any:
-        decorate = register(*args, **kwargs)
-
-        def wrapped(fn: Any) -> Any:
-            if inspect.iscoroutinefunction(fn):
-
-                @functools.wraps(fn)
-                async def run_async(*a: Any, **k: Any) -> Any:
-                    try:
-                        return await fn(*a, **k)
-                    except RelayError as exc:
-                        raise ToolError(exc.message) from exc
-
-                return decorate(run_async)
-
-            @functools.wraps(fn)
-            def run(*a: Any, **k: Any) -> Any:
-                try:
-                    return fn(*a, **k)
-                except RelayError as exc:
-                    raise ToolError(exc.message) from exc
-
-            return decorate(run)
-
-        return wrapped
-
-    server.tool = tool  # type: ignore[method-assign]
+    return register
 
 
 def _conversation_tools(server: MCPServer, relay: Relay) -> None:
-    @server.tool()
+    @_tool(server)
     def status() -> dict[str, Any]:
-        """Conversations per state, queue, outbox and live daemons."""
+        """Conversations per state, queue, outbox, live daemons and warnings."""
         return versioned(relay.status().to_json())
 
-    @server.tool()
+    @_tool(server)
     def show(instance_id: str) -> dict[str, Any]:
         """One conversation: state, todos with their answers, meta, next heartbeat."""
         return versioned(relay.get(instance_id).to_json())
 
-    @server.tool()
+    @_tool(server)
     def transcript(instance_id: str) -> dict[str, Any]:
         """The conversation's messages in order, with delivery status."""
         return {"messages": versioned([m.to_json() for m in relay.transcript(instance_id)])}
 
-    @server.tool()
+    @_tool(server)
     def result(instance_id: str) -> dict[str, Any]:
         """Each todo's status, answer and the message it came from (final once ended)."""
         return versioned(relay.result(instance_id).to_json())
 
 
 def _start_tool(server: MCPServer, relay: Relay) -> None:
-    @server.tool()
+    @_tool(server)
     def start(
         contact: str,
         objective: str,
@@ -111,8 +173,12 @@ def _start_tool(server: MCPServer, relay: Relay) -> None:
         channel: str | None = None,
         agent: str | None = None,
         run_first_turn: bool = True,
+        approval: str | None = None,
     ) -> dict[str, Any]:
-        """Start a conversation with a contact (phone number or email address)."""
+        """Start a conversation with a contact (phone number or email address).
+        approval: none, first (a person approves the opening message) or all (every
+        message of the agent waits as a draft for `approve`)."""
+        options: dict[str, Any] = {"approval": approval} if approval else {}
         view = relay.start(
             contact,
             objective,
@@ -123,48 +189,63 @@ def _start_tool(server: MCPServer, relay: Relay) -> None:
             channel=channel,
             agent=agent,
             defer=not run_first_turn,
+            **options,
         )
         return versioned(view.to_json())
 
 
-def _wait_tool(server: MCPServer, relay: Relay) -> None:
-    @server.tool()
+def _wait_tool(server: MCPServer, relay: Relay, max_wait: float | None) -> None:
+    @_tool(server)
     async def wait(
-        instance_ids: list[str], until: str = "done", timeout: str = "10m", since: str | None = None
+        instance_ids: list[str],
+        until: str = "done",
+        timeout: str = "10m",
+        since: str | None = None,
+        require_daemon: bool = False,
     ) -> dict[str, Any]:
         """Block until the condition (until: done, reply, answer, needs-human) holds or
-        the timeout passes; the answer's outcome is met, needs_human, timeout or ended."""
+        the timeout passes; the answer's outcome is met, needs_human, timeout, ended or
+        no_daemon (require_daemon, and work is due with no daemon running). `warnings`
+        says when no daemon is running; `next`, when present, holds the arguments to
+        call `wait` with again (the server cut this call short)."""
+        from relay.engine.verbs.waiting import bounded
 
         def block() -> dict[str, Any]:
-            return versioned(
-                relay.wait(instance_ids, until=until, timeout=timeout, since=since).to_json()
+            return bounded(
+                relay,
+                instance_ids,
+                until=until,
+                timeout=timeout,
+                since=since,
+                require_daemon=require_daemon,
+                max_wait=max_wait,
             )
 
-        return await anyio.to_thread.run_sync(block)
+        return versioned(await anyio.to_thread.run_sync(block))
 
 
 def _operator_tools(server: MCPServer, relay: Relay) -> None:
-    @server.tool()
+    @_tool(server)
     def send(instance_id: str, text: str) -> dict[str, Any]:
         """Step in: queue a message of yours to the contact (the daemon delivers it)."""
         return versioned(relay.send(instance_id, text).to_json())
 
-    @server.tool()
+    @_tool(server)
     def pause(instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Pause a conversation: no follow-ups or turns until it is resumed."""
         return versioned(relay.pause(instance_id, reason=reason).to_json())
 
-    @server.tool()
+    @_tool(server)
     def resume(instance_id: str) -> dict[str, Any]:
         """Resume a paused conversation, or one waiting for a human."""
         return versioned(relay.resume(instance_id).to_json())
 
-    @server.tool()
+    @_tool(server)
     def cancel(instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a conversation: it fails with reason "cancelled"; nothing more is sent."""
         return versioned(relay.cancel(instance_id, reason=reason).to_json())
 
-    @server.tool()
+    @_tool(server)
     def events(
         since: str | None = None, instance_id: str | None = None, limit: int = 200
     ) -> dict[str, Any]:
@@ -172,6 +253,32 @@ def _operator_tools(server: MCPServer, relay: Relay) -> None:
         ids = [instance_id] if instance_id else None
         found = relay.events(since=since, instance_ids=ids, limit=limit)
         return {"events": versioned([e.to_json() for e in found])}
+
+
+def _draft_tools(server: MCPServer, relay: Relay) -> None:
+    from relay.engine.verbs import drafts as draft_verbs
+
+    @_tool(server)
+    def drafts(instance_id: str | None = None) -> dict[str, Any]:
+        """The agent's messages awaiting a person's approval (conversations started
+        with approval first or all), oldest first, with how long each has waited."""
+        found = draft_verbs.pending(relay, instance_id)
+        return {"drafts": versioned([d.to_json() for d in found])}
+
+    @_tool(server)
+    def approve(message_id: int, text: str | None = None) -> dict[str, Any]:
+        """Send a draft (or `text` instead; the edit is recorded). It is queued like any
+        message: a pause, an opt-out, a cancel or the sending window still hold it."""
+        return versioned(
+            draft_verbs.approve(relay, message_id, actor=relay.who(), text=text).to_json()
+        )
+
+    @_tool(server)
+    def reject(message_id: int, reason: str) -> dict[str, Any]:
+        """Discard a draft; the agent's next turn reads the reason and writes a new one."""
+        return versioned(
+            draft_verbs.reject(relay, message_id, actor=relay.who(), reason=reason).to_json()
+        )
 
 
 def serve(relay: Relay) -> None:

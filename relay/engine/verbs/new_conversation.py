@@ -47,6 +47,8 @@ class NewConversation:
     result_schema: dict[str, Any] | None = None
     #: The conversation's own WhatsApp template (:func:`relay.core.templates.content_template`).
     template: dict[str, Any] | None = None
+    #: Which of the agent's messages a person approves first (None: none).
+    approval: str | None = None
 
 
 def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ and a notification is not part of any conversation's transcript.
 
     [[notify]]
     url = "https://ops.example.com/relay-hook"   # or: command = ["python3", "page.py"]
-    events = ["needs_human", "done"]              # needs_human, done, reply, failed
+    events = ["needs_human", "done"]              # needs_human, done, reply, failed, draft
     secret_env = "RELAY_NOTIFY_SECRET"            # HMAC-SHA256 of "<timestamp>.<body>"
 """
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("relay.notify")
 
 #: The names a ``[[notify]]`` table may choose, and what each means in the log.
-TOPICS = ("needs_human", "done", "reply", "failed")
+TOPICS = ("needs_human", "done", "reply", "failed", "draft")
 _ENDED = values(ENDED)
 _NEEDS_PERSON = values(NEEDS_PERSON)
 _FAILED = values(FAILED_STATES)
@@ -101,6 +101,9 @@ def topic_of(event: EventView) -> str | None:
         return "reply"
     if event.kind == "message.failed":
         return "failed"
+    if event.kind == "draft":
+        # A person is needed to approve it; what became of it is theirs to know.
+        return "draft" if event.data.get("action") == "written" else None
     if event.kind != "state.changed":
         return None
     to = event.data.get("to")

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from relay.config import Config
 from relay.core.errors import InvalidInput, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
+from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from relay.store.models import Contact, Instance
 
 #: Delivery states of a first message, worst first: what ``start`` reports.
-_WORST_FIRST = ("failed", "blocked", "queued", "sending")
+_WORST_FIRST = ("failed", "blocked", "draft", "queued", "sending")
 
 
 class Starting(BackendChecks):
@@ -91,6 +92,7 @@ class Starting(BackendChecks):
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
         defer: bool = True,
+        approval: str | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one (the
         options are :meth:`prepare`'s), and run its first turn unless ``defer``."""
@@ -109,6 +111,7 @@ class Starting(BackendChecks):
             result_schema=result_schema,
             template_sid=template_sid,
             template_variables=template_variables,
+            approval=approval,
         )
         reach = self._reach(spec.channel, spec.address)
         self._check_backends(spec.channel, spec.agent, spec.window, reach)
@@ -159,15 +162,14 @@ class Starting(BackendChecks):
         result_schema: Mapping[str, Any] | None = None,
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
+        approval: str | None = None,
     ) -> NewConversation:
         """Check and normalise a new conversation, touching nothing (``start`` and
-        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` for a
-        structured answer, or ``{"text": ..., "answer": KIND}``; ``subject``: for
-        email (default: from the objective); ``meta``: the caller's JSON, returned
-        in every event; ``result_schema``: a JSON Schema keyed by todo id;
-        ``template_sid``/``template_variables``: the WhatsApp template for a
-        closed 24-hour window (whatsapp channels only)."""
-        from relay.core.subjects import clean_subject, subject_from_objective
+        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
+        ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
+        ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
+        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
+        from relay.core.approval import parse_mode
         from relay.engine.verbs.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
@@ -191,6 +193,7 @@ class Starting(BackendChecks):
             result_schema=checked_result_schema(result_schema),
             template=self._template(channel, template_sid, template_variables),
             contact_fields={"name": parsed.name} if parsed.name else None,
+            approval=parse_mode(approval or self.config.settings.agent.approval),
         )
 
     def create(
@@ -299,6 +302,8 @@ class Starting(BackendChecks):
             campaign=spec.campaign,
             import_key=spec.import_key,
             template=spec.template,
+            approval=spec.approval,
+            drafts_pending=0,
             created_at=now,
             updated_at=now,
         )

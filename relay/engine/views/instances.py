@@ -1,10 +1,5 @@
-"""Read models the API returns: plain frozen values with a stable JSON form.
-
-The CLI renders these; a main agent reads their ``to_json()``. Field names are
-part of relay's public interface, so change them only with a note in the docs.
-Each is built from a mapped object or from a Core row of the same table (the read
-commands' kind): both have the columns as attributes.
-"""
+"""Read models the API returns: frozen values with a stable JSON form (field names are
+public); each is built from a mapped object or a Core row of the same table."""
 
 from __future__ import annotations
 
@@ -112,6 +107,8 @@ class InstanceView:
     #: reason (why it waits on a human, was paused or is queued).
     reason: str | None = None
     campaign: str | None = None
+    approval: str | None = None  # first, all (None: none): see relay.engine.verbs.drafts
+    drafts_pending: int = 0
 
     @property
     def missing_answers(self) -> tuple[int, ...]:
@@ -157,6 +154,8 @@ class InstanceView:
             subject=instance.subject,
             meta=dict(instance.meta or {}),
             campaign=instance.campaign,
+            approval=instance.approval,
+            drafts_pending=instance.drafts_pending or 0,
             **extra,
         )
 
@@ -189,6 +188,8 @@ class InstanceView:
             "result_incomplete": self.result_incomplete,
             "reason": self.reason,
             "campaign": self.campaign,
+            "approval": self.approval or "none",
+            "drafts_pending": self.drafts_pending,
             "created_at": isoformat(self.created_at),
             "updated_at": isoformat(self.updated_at),
             "ended_at": isoformat(self.ended_at),

@@ -75,6 +75,28 @@ def test_a_command_gets_each_chosen_event_as_json_on_stdin(
     assert (json.loads(line)["topic"], json.loads(line)["instance_id"]) == ("reply", iid)
 
 
+def test_a_draft_reaches_the_targets_that_asked_for_drafts(
+    make_relay: Any, db_url: str, clock: Any, tmp_path: Path
+) -> None:
+    from relay.engine.verbs import drafts
+    from relay.runner.pulse import Pulse
+
+    out = tmp_path / "seen.jsonl"
+    script = tmp_path / "hook.py"
+    script.write_text(f"import sys\nopen({str(out)!r}, 'a').write(sys.stdin.read() + '\\n')\n")
+    relay = _relay(make_relay, db_url, clock,
+                   [{"command": [sys.executable, str(script)], "events": ["draft"]}])  # fmt: skip
+    iid = relay.start(PHONE, "Confirm", ["Which day?"], approval="all").id
+    Pulse(relay, "test").run()
+    (draft,) = drafts.pending(relay)
+    drafts.approve(relay, draft.id, actor="ann")  # what became of it is no news
+    assert notify_due(relay) == 1
+    (line,) = out.read_text().splitlines()
+    seen = json.loads(line)
+    assert (seen["topic"], seen["instance_id"], seen["kind"]) == ("draft", iid, "draft")
+    assert seen["data"]["message_id"] == draft.id
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [

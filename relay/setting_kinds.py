@@ -1,0 +1,88 @@
+"""How a configuration key's value is read: the kinds a key can be declared with
+(:func:`key`), and the one check that turns a value of the file, a ``RELAY_*``
+variable or a flag into its type (:func:`read_value`). The keys themselves are
+declared in :mod:`relay.settings`."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from datetime import timedelta
+from typing import Any
+
+from relay.core.durations import parse_duration
+from relay.core.errors import ConfigError, InvalidInput
+
+#: How a key's value is read. A whole number is a count at least that large.
+TEXT = "text"  # any text
+NAME = "name"  # text that must not be empty
+OPTIONAL = "optional"  # text; empty means None (not set)
+DURATION = "duration"  # "90s", "30m", "1h30m", or a bare number of seconds as text
+SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``)
+TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
+BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
+APPROVAL = "approval"  # none, first or all (relay.core.approval)
+
+Kind = str | int
+
+
+def key(default: Any, kind: Kind, help: str) -> Any:
+    """Declare a key as a field of its section: its default, kind and help text.
+
+    The field itself has no default (a :class:`Settings` is only ever built from
+    a whole configuration); the declared default is what :data:`DEFAULTS` holds.
+    """
+    return field(metadata={"default": default, "kind": kind, "help": help})
+
+
+def read_value(kind: Kind | None, key: str, value: Any, where: str) -> Any:
+    """``value`` of ``key`` as its ``kind``, or a ConfigError naming the key and ``where``
+    it was set (the one check of a value, for the file, the environment and flags)."""
+    if isinstance(kind, int):
+        return _count(key, value, where, kind)
+    if kind == SECONDS and isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)  # TOML ``timeout = 60``
+    if kind is None:
+        return value
+    if kind == BOOL:
+        return _flag(key, value, where)
+    if kind == TABLES:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
+        return tuple(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be text, not {value!r}")
+    return _text(key, value, where, kind)
+
+
+def _text(key: str, value: str, where: str, kind: str) -> Any:
+    if kind == NAME and not value.strip():
+        raise ConfigError(f"{where}: {key} must not be empty")
+    if kind == OPTIONAL:
+        return value.strip() or None
+    if kind == APPROVAL:
+        from relay.core.approval import MODES
+
+        if value.strip().lower() not in MODES:
+            raise ConfigError(f"{where}: {key} must be one of {', '.join(MODES)}, not {value!r}")
+        return value.strip().lower()
+    if kind in (DURATION, SECONDS):
+        try:
+            return parse_duration(value)
+        except InvalidInput as exc:
+            raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value
+
+
+def _flag(key: str, value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, not {value!r}")
+    return value
+
+
+def _count(key: str, value: Any, where: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: {key} must be a whole number, not {value!r}")
+    if value < least:
+        bound = "must not be negative" if least == 0 else f"must be at least {least}"
+        raise ConfigError(f"{where}: {key} {bound}, not {value!r}")
+    return value
