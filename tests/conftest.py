@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -436,3 +437,22 @@ def cli(run_cli: Callable[..., CliResult], db_url: str) -> Callable[..., CliResu
         return run_cli(*args, env={"RELAY_DATABASE_URL": db_url, **(env or {})}, input=input)
 
     return invoke
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """A command run in-process (``relay daemon --detached-child``, ``relay serve``)
+    points relay's log at the CliRunner's stderr, closed once it returns; each test
+    gets back the handlers it started with, or every later log line in the worker
+    becomes a "Logging error" on some other test's stderr."""
+    names = ("relay", "apscheduler")
+    kept = [
+        (log, list(log.handlers), log.level, log.propagate) for log in map(logging.getLogger, names)
+    ]
+    switches = (logging._srcfile, logging.logThreads, logging.logMultiprocessing)
+    yield
+    for log, handlers, level, propagate in kept:
+        log.handlers[:] = handlers
+        log.setLevel(level)
+        log.propagate = propagate
+    logging._srcfile, logging.logThreads, logging.logMultiprocessing = switches
