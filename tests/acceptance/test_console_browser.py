@@ -52,7 +52,9 @@ def test_without_a_session_the_console_asks_to_sign_in(server: Server, browser: 
     assert "/ui/login" in browser.current_url
     browser.find_element(by("ID"), "token").send_keys("not the token")
     browser.find_element(by("ID"), "sign-in").click()
-    assert "Wrong token or password." in browser.find_element(by("ID"), "error").text
+    # the refused sign-in is a new page: wait for it, not for the old one's elements
+    error = wait_for(browser, lambda d: d.find_elements(by("ID"), "error"))
+    assert "Wrong token or password." in error[0].text
     # A POST from a page without a session is refused, and changes nothing.
     target = server.ids["+15551230003"]
     status = browser.execute_async_script(
