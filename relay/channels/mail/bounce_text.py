@@ -155,8 +155,10 @@ def _clean(address: str) -> str:
     return f"{local.lstrip(chr(39) + '`{|}~')}@{domain}"
 
 
-def _original_headers(mail: Message) -> Message:
-    """The headers of the returned message: its attached part, else the quoted header lines."""
+def attached_headers(mail: Message) -> Message | None:
+    """The headers of the message a report is about, from its attached copy
+    (``message/rfc822``) or headers part (``text/rfc822-headers``); bounces and
+    complaints (:mod:`relay.channels.mail.reports`) both read them here."""
     from email.parser import HeaderParser
 
     for part in mail.walk():
@@ -168,6 +170,16 @@ def _original_headers(mail: Message) -> Message:
                 return first
         elif kind == "text/rfc822-headers":
             return HeaderParser().parsestr(decoded(part))
+    return None
+
+
+def _original_headers(mail: Message) -> Message:
+    """The headers of the returned message: its attached part, else the quoted header lines."""
+    from email.parser import HeaderParser
+
+    attached = attached_headers(mail)
+    if attached is not None:
+        return attached
     body = report_text(mail)
     quoted = _ORIGINAL_STARTS.split(body, maxsplit=1)
     if len(quoted) > 1:

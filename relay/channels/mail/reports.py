@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from email.message import Message
 
-from relay.channels.mail.bounce_text import part_text
+from relay.channels.mail.bounce_text import attached_headers, part_text
 
 _FIELD = re.compile(r"^feedback-type:\s*([\w-]+)", re.I | re.M)
 _ADDRESS = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
@@ -92,7 +92,7 @@ def _recipient(mail: Message, fields: str) -> str | None:
         named = _ADDRESS.search(found.group(1))
         if named:
             return named.group(0).lower()
-    headers = _reported_headers(mail)
+    headers = attached_headers(mail)
     if headers is not None:
         for _, address in getaddresses([str(v) for v in headers.get_all("To", [])]):
             if _ADDRESS.fullmatch(address or ""):
@@ -100,17 +100,3 @@ def _recipient(mail: Message, fields: str) -> str | None:
     return None
 
 
-def _reported_headers(mail: Message) -> Message | None:
-    """The headers of the reported message (its attached copy or headers part)."""
-    from email.parser import HeaderParser
-
-    for part in mail.walk():
-        kind = part.get_content_type()
-        if kind == "message/rfc822":
-            inner = part.get_payload()
-            first = inner[0] if isinstance(inner, list) and inner else None
-            if isinstance(first, Message):
-                return first
-        elif kind == "text/rfc822-headers":
-            return HeaderParser().parsestr(part_text(part))
-    return None
