@@ -64,9 +64,16 @@ def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> In
 
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
+    """The contact ``address`` names: its own address, else one of its others
+    (:mod:`relay.store.contact_addresses`)."""
+    from relay.store import contact_addresses
     from relay.store.models import Contact
 
-    return session.scalar(select(Contact).where(Contact.address == address))
+    found = session.scalar(select(Contact).where(Contact.address == address))
+    if found is not None:
+        return found
+    other = contact_addresses.contact_id_for(session, address)
+    return session.get(Contact, other) if other is not None else None
 
 
 def lock_contact(session: Session, contact_id: int) -> None:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.core.errors import NotFound
+from relay.core.errors import InvalidInput, NotFound
 from relay.engine.contacts.addresses import Address
-from relay.store import queries
+from relay.store import contact_addresses, queries
 
 if TYPE_CHECKING:
     from relay.store.models import Contact
@@ -43,9 +43,32 @@ def find_or_create(session: Session, address: Address, now: datetime) -> Contact
         with session.begin_nested():
             session.add(contact)
             session.flush()
+            session.add(contact_addresses.own(contact, now))
+            session.flush()
     except IntegrityError:
         existing = queries.contact_by_address(session, address.value)
         if existing is None:
             raise
         return existing
     return contact
+
+
+def add_address(session: Session, person: Contact, address: Address, now: datetime) -> bool:
+    """Give the contact ``address`` as its address of that kind (replacing the one it
+    had); whether anything changed. Its own address (its identity) stays: another of
+    that kind is refused, as is an address another contact has."""
+    if address.value == person.address:
+        return False
+    if address.kind == person.kind:
+        raise InvalidInput(
+            f"contact {person.address} is known by its {address.kind}; "
+            f"{address.value} cannot be its {address.kind} too"
+        )
+    owner = contact_addresses.contact_id_for(session, address.value)
+    if owner == person.id:
+        return False
+    if owner is not None:
+        raise InvalidInput(f"{address.value} is another contact's address")
+    contact_addresses.put(session, person.id, address.kind, address.value, now)
+    person.updated_at = now
+    return True

@@ -162,7 +162,7 @@ def _outbound(
     return Outbound(
         message_id=message.id,
         instance_id=message.instance_id,
-        to=facts.address(channel, message.contact_id),
+        to=facts.address(channel, message.contact_id, message.instance_id),
         text=message.body,
         idempotency_key=message.idempotency_key or str(message.id),
         thread=threads.get(message.instance_id or "", ()),

@@ -25,17 +25,21 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
+from relay.engine.verbs.new_conversation import NewConversation
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.new_conversation import NewConversation
     from relay.engine.verbs.service import Relay
 
 CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_e164", "wa_id")
 #: Contact columns declared E.164: their digits carry the country code even without "+".
 E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
+#: Columns giving the contact's other addresses (besides the contact column): one per kind.
+ADDRESS_COLUMNS = ("email", "phone", "telegram")
+#: Columns naming the row's channel, or its ladder (``whatsapp,sms,email``).
+CHANNEL_COLUMNS = ("channels", "channel")
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
 BATCH = 500
 MAX_REPORTED_ERRORS = 5
@@ -245,7 +249,7 @@ def _plan_row(
 
     columns = row.columns
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)
-    channel = columns.get("channel") or options.channel
+    channel = next((columns[c] for c in CHANNEL_COLUMNS if columns.get(c)), options.channel)
     try:
         declared = column.lower() in E164_COLUMNS and columns[column].isdigit()
         spec = relay.prepare(
@@ -261,20 +265,50 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
-        if (spec.channel, spec.agent) not in checked:
-            relay.check_backends(spec.channel, spec.agent, spec.window)
-            checked[(spec.channel, spec.agent)] = None
-        problem = relay.address_problem(spec.channel, spec.address)
+        spec = replace(spec, addresses=_other_addresses(relay, columns, column))
+        problem = _channel_problem(relay, spec, checked)
+        if isinstance(problem, NewConversation):
+            spec, problem = problem, None
     except RelayError as exc:
         return _reason(exc, columns[column])
     if problem:
         return f"undeliverable: {problem}"
     fields = {
-        k: v for k, v in columns.items() if k != column and k.lower() not in TIMEZONE_COLUMNS and v
+        k: v
+        for k, v in columns.items()
+        if k != column and v and k.lower() not in (*TIMEZONE_COLUMNS, *ADDRESS_COLUMNS)
     }
-    fields.pop("channel", None)
+    for name in CHANNEL_COLUMNS:
+        fields.pop(name, None)
     key = import_key(options.campaign, spec.address, spec.objective)
     return replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
+
+
+def _other_addresses(
+    relay: Relay, columns: dict[str, str], column: str
+) -> tuple[tuple[str, str], ...]:
+    """The row's addresses besides its contact column's, normalised (kind, address)."""
+    found = []
+    for name, value in columns.items():
+        if name != column and value and name.lower() in ADDRESS_COLUMNS:
+            address = relay.address(value)
+            found.append((address.kind, address.value))
+    return tuple(found)
+
+
+def _channel_problem(
+    relay: Relay, spec: NewConversation, checked: dict[tuple[str, str], None]
+) -> NewConversation | str | None:
+    """Why the row's channel cannot reach its contact, or None; with a ladder or
+    other addresses, the spec settled on them (:func:`relay.engine.verbs.ladders.settle`)."""
+    if spec.channels or spec.addresses:
+        from relay.engine.verbs.ladders import settle
+
+        return settle(relay, spec, checked=checked)
+    if (spec.channel, spec.agent) not in checked:
+        relay.check_backends(spec.channel, spec.agent, spec.window)
+        checked[(spec.channel, spec.agent)] = None
+    return relay.address_problem(spec.channel, spec.address)
 
 
 def _reason(exc: RelayError, contact: str) -> str:

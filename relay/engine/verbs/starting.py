@@ -26,6 +26,7 @@ from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import audit
 from relay.engine.conversation.audit import OPERATOR
+from relay.engine.verbs import ladders
 from relay.engine.verbs.backend_checks import BackendChecks
 from relay.engine.verbs.lookups import as_interval
 from relay.engine.verbs.new_conversation import (
@@ -93,6 +94,7 @@ class Starting(BackendChecks):
         template_variables: Mapping[str, str] | None = None,
         defer: bool = True,
         approval: str | None = None,
+        fallback_after: str | timedelta | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one (the
         options are :meth:`prepare`'s), and run its first turn unless ``defer``."""
@@ -112,9 +114,9 @@ class Starting(BackendChecks):
             template_sid=template_sid,
             template_variables=template_variables,
             approval=approval,
+            fallback_after=fallback_after,
         )
-        reach = self._reach(spec.channel, spec.address)
-        self._check_backends(spec.channel, spec.agent, spec.window, reach)
+        spec = ladders.settle(self, spec)  # the channels' checks, the rung it starts on
         with self.store.transaction() as session:
             instance = self.create(session, spec, self.now(), actor)
             view = self._view(session, instance)
@@ -163,12 +165,15 @@ class Starting(BackendChecks):
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
         approval: str | None = None,
+        fallback_after: str | timedelta | None = None,
     ) -> NewConversation:
         """Check and normalise a new conversation, touching nothing (``start`` and
         ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
         ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
         ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
+        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts;
+        ``channel``: one or a ladder (``whatsapp,sms,email``: see
+        :mod:`relay.engine.verbs.ladders`), ``fallback_after`` its silence."""
         from relay.core.approval import parse_mode
         from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -176,7 +181,8 @@ class Starting(BackendChecks):
         _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
         parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-        channel = channel or defaults.channel
+        channels = ladders.channel_list(channel or defaults.channel)
+        channel = channels[0]
         return NewConversation(
             address=parsed.value,
             objective=objective,
@@ -194,6 +200,8 @@ class Starting(BackendChecks):
             template=self._template(channel, template_sid, template_variables),
             contact_fields={"name": parsed.name} if parsed.name else None,
             approval=parse_mode(approval or self.config.settings.agent.approval),
+            channels=channels if len(channels) > 1 else (),
+            fallback_seconds=ladders.fallback_seconds(fallback_after, defaults.fallback_after),
         )
 
     def create(
@@ -217,6 +225,7 @@ class Starting(BackendChecks):
         from relay.store.models import Todo
 
         merge_contact_fields(person, spec, now)
+        ladders.give_addresses(session, person, spec, now)
         instance = self._insert_instance(session, person, spec, now)
         instance.meta = spec.meta or None
         instance.result_schema = spec.result_schema
@@ -304,6 +313,8 @@ class Starting(BackendChecks):
             template=spec.template,
             approval=spec.approval,
             drafts_pending=0,
+            ladder=spec.ladder,
+            fallback_seconds=spec.fallback_seconds if spec.ladder else None,
             created_at=now,
             updated_at=now,
         )

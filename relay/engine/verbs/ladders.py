@@ -1,0 +1,128 @@
+"""A new conversation's channels settled against its contact's addresses.
+
+``relay start --channel whatsapp,sms,email`` (and an import's ``channels``
+column) names a ladder (:mod:`relay.core.ladder`). Before anything is written,
+each channel is checked (a missing secret refuses the start, as for one
+channel) and matched with the first of the contact's addresses it can reach:
+its own address first, then the others (``relay contact set --email ...``, an
+import's email/phone/telegram columns). A channel that reaches none is left out;
+a ladder left empty refuses the start with each channel's reason. The
+conversation starts on the first rung.
+
+One channel on the contact's own address is stored as before (no ladder), so
+such conversations cost nothing more; one channel on another of the contact's
+addresses is a ladder of one rung.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy.orm import Session
+
+from relay.core import ladder as ladders
+from relay.core.errors import ConfigError, InvalidInput
+from relay.engine.contacts import book
+from relay.engine.contacts.addresses import kind_of
+from relay.store import contact_addresses, queries
+
+if TYPE_CHECKING:
+    from relay.engine.verbs.new_conversation import NewConversation
+    from relay.store.database import Store
+    from relay.store.models import Contact
+
+#: The kinds of address, in the order a channel that takes any (console, webhook) is offered them.
+KINDS = ("phone", "email", "telegram")
+
+
+class Checks(Protocol):
+    """What settling asks of the backends (the verbs' checks)."""
+
+    store: Store
+
+    def check_backends(self, channel: str, agent: str, window: str | None) -> None: ...
+
+    def address_problem(self, channel: str, address: str) -> str | None: ...
+
+
+def channel_list(channel: str) -> tuple[str, ...]:
+    """The channel names of ``--channel`` (one, or a comma list)."""
+    return ladders.parse_channels(channel)
+
+
+def fallback_seconds(value: str | timedelta | None, default: timedelta) -> int:
+    from relay.engine.verbs.lookups import as_interval
+
+    wait = default if value is None or value == "" else as_interval(value)
+    if wait.total_seconds() <= 0:
+        raise InvalidInput("--fallback-after must be longer than 0")
+    return int(wait.total_seconds())
+
+
+def settle(
+    relay: Checks, spec: NewConversation, *, checked: dict[tuple[str, str], None] | None = None
+) -> NewConversation:
+    """``spec`` with the rung it starts on and its ladder, or refused (exit 2) when
+    no channel can reach the contact. ``checked``: the (channel, agent) pairs whose
+    backends were checked already (an import checks each once)."""
+    names = spec.channels or (spec.channel,)
+    for name in names:
+        if checked is None or (name, spec.agent) not in checked:
+            relay.check_backends(name, spec.agent, spec.window)
+            if checked is not None:
+                checked[(name, spec.agent)] = None
+    addresses = _addresses(relay.store, spec)
+    reaches: list[tuple[str, str | None]] = []
+    problems: list[str] = []
+    for name in names:
+        found = _reach(relay, name, addresses)
+        if isinstance(found, str):
+            reaches.append((name, found))
+        else:
+            problems.append(found[0] if found else f"{name}: no address")
+    ladder = ladders.resolve(names, reaches)
+    if not ladder:
+        raise ConfigError("; ".join(problems))
+    own = addresses[0][0]
+    if len(names) == 1 and ladder[0].kind == own:
+        return replace(spec, channel=ladder[0].channel, ladder=None, fallback_seconds=None)
+    return replace(spec, channel=ladder[0].channel, ladder=ladders.to_json(ladder))
+
+
+def _reach(relay: Checks, channel: str, addresses: Sequence[tuple[str, str]]) -> str | list[str]:
+    """The kind of the first address ``channel`` reaches, or why it reaches none."""
+    problems = []
+    for kind, address in addresses:
+        problem = relay.address_problem(channel, address)
+        if problem is None:
+            return kind
+        problems.append(problem)
+    return problems
+
+
+def _addresses(store: Store, spec: NewConversation) -> list[tuple[str, str]]:
+    """``(kind, address)`` of the contact: the one named first, then its others (held,
+    then given with the spec), one per kind."""
+    found = {kind_of(spec.address): spec.address}
+    with store.read_transaction() as session:
+        person = queries.contact_by_address(session, spec.address)
+        held = contact_addresses.of_contact(session, person.id) if person is not None else {}
+    for kind, address in (*sorted(held.items(), key=_kind_order), *spec.addresses):
+        found.setdefault(kind, address)
+    return list(found.items())
+
+
+def _kind_order(item: tuple[str, str]) -> int:
+    return KINDS.index(item[0]) if item[0] in KINDS else len(KINDS)
+
+
+def give_addresses(session: Session, person: Contact, spec: NewConversation, now: datetime) -> None:
+    """The other addresses a new conversation brings (an import's columns) go onto
+    its contact."""
+    from relay.engine.contacts.addresses import Address
+
+    for kind, address in spec.addresses:
+        book.add_address(session, person, Address(address, kind), now)
