@@ -6,6 +6,7 @@ message, say); the unique address decides, and the loser uses the winner's row.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -72,3 +73,30 @@ def add_address(session: Session, person: Contact, address: Address, now: dateti
     contact_addresses.put(session, person.id, address.kind, address.value, now)
     person.updated_at = now
     return True
+
+
+#: The kinds of address a contact has one of each.
+KINDS = ("phone", "email", "telegram")
+
+
+def checked_addresses(
+    normalise: Callable[[str], Address], given: Mapping[str, str]
+) -> list[Address]:
+    """``{kind: text}`` (``relay contact set --email ...``) normalised, each of the kind
+    it is given as; refused (nothing written) otherwise."""
+    found = []
+    for kind, text in given.items():
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown kind of address {kind!r} (known: {', '.join(KINDS)})")
+        address = normalise(text if kind != "telegram" or ":" in text else f"telegram:{text}")
+        if address.kind != kind:
+            raise InvalidInput(f"--{kind} {text!r} is not a {kind} address (it is {address.kind})")
+        found.append(address)
+    return found
+
+
+def set_addresses(
+    session: Session, person: Contact, addresses: Sequence[Address], now: datetime
+) -> dict[str, str]:
+    """Give the contact these addresses (:func:`add_address`); those that changed."""
+    return {a.kind: a.value for a in addresses if add_address(session, person, a, now)}

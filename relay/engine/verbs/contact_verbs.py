@@ -6,6 +6,7 @@ audited as a contact-level command (no instance).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -17,7 +18,7 @@ from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import audit
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
-from relay.store import contact_rows, queries
+from relay.store import contact_addresses, contact_rows, queries
 from relay.store.database import Store
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ class ContactVerbs:
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
             fields=dict(person.fields or {}),
             undeliverable=_mark(session, person),
+            addresses=contact_addresses.of_contact(session, person.id),
         )
 
     def import_opt_outs(
@@ -136,18 +138,32 @@ class ContactVerbs:
             self._audit_contact(session, "opt-in", address)
             return self._contact_view(session, person)
 
-    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
+    def set_contact(
+        self,
+        contact: str,
+        *,
+        timezone: str | None = None,
+        addresses: Mapping[str, str] | None = None,
+    ) -> ContactView:
+        """Set the contact's time zone and other addresses (``{"email": ..., "phone":
+        ..., "telegram": ...}``: one of each kind, its own address staying its identity;
+        see :func:`relay.engine.contacts.book.add_address`)."""
         address = self.normalise(contact)
         if timezone is not None:
             from relay.engine.verbs.new_conversation import check_timezone
 
             check_timezone(timezone)
+        others = contacts.checked_addresses(self.address, addresses or {})
         with self.store.transaction() as session:
             person = self._contact(session, address, create=True)
             if timezone is not None:
                 person.timezone = timezone
                 person.updated_at = self.now()
-            self._audit_contact(session, "contact set", address, timezone=timezone)
+            given = contacts.set_addresses(session, person, others, self.now())
+            args: dict[str, Any] = {"timezone": timezone}
+            if given:
+                args["addresses"] = given
+            self._audit_contact(session, "contact set", address, **args)
             return self._contact_view(session, person)
 
     def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:

@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from relay.store.database import Store
     from relay.store.models import Contact
 
-#: The kinds of address, in the order a channel that takes any (console, webhook) is offered them.
-KINDS = ("phone", "email", "telegram")
 
 
 class Checks(Protocol):
@@ -116,7 +114,7 @@ def _addresses(store: Store, spec: NewConversation) -> list[tuple[str, str]]:
 
 
 def _kind_order(item: tuple[str, str]) -> int:
-    return KINDS.index(item[0]) if item[0] in KINDS else len(KINDS)
+    return book.KINDS.index(item[0]) if item[0] in book.KINDS else len(book.KINDS)
 
 
 def give_addresses(session: Session, person: Contact, spec: NewConversation, now: datetime) -> None:
