@@ -87,7 +87,8 @@ class Screen:
         # built again at every ask).
         reads = {name: self.threads(name) for name in {m.channel or "console" for m in batch}}
         threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
-        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded])
+        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
+        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
         links = unsubscribe.tokens(session, now)
         ready = []
         # Conversations with a message held here: their later ones in the batch
