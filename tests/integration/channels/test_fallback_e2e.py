@@ -197,7 +197,7 @@ def test_a_ladder_starts_on_the_first_channel_that_reaches_the_contact(
     assert (view.channel, view.channels) == ("email", ("email",))
     pulse(relay)
     assert twilio_api.sent == [] and len(smtp_server.messages) == 1
-    with pytest.raises(ConfigError, match="E.164"):
+    with pytest.raises(ConfigError, match=r"E\.164"):
         relay.start("bob@example.com", "x", TODOS, channel="sms,whatsapp")
     with pytest.raises(InvalidInput, match="twice"):
         relay.start(PHONE, "x", TODOS, channel="sms,sms")
