@@ -88,9 +88,12 @@ def checked_addresses(
     for kind, text in given.items():
         if kind not in KINDS:
             raise InvalidInput(f"unknown kind of address {kind!r} (known: {', '.join(KINDS)})")
-        address = normalise(text if kind != "telegram" or ":" in text else f"telegram:{text}")
+        try:
+            address = normalise(text if kind != "telegram" or ":" in text else f"telegram:{text}")
+        except InvalidInput as exc:
+            raise InvalidInput(f"--{kind} {text!r}: {exc.message}") from None
         if address.kind != kind:
-            raise InvalidInput(f"--{kind} {text!r} is not a {kind} address (it is {address.kind})")
+            raise InvalidInput(f"--{kind} {text!r} is a {address.kind} address, not {kind}")
         found.append(address)
     return found
 

@@ -54,7 +54,10 @@ def channel_list(channel: str) -> tuple[str, ...]:
 def fallback_seconds(value: str | timedelta | None, default: timedelta) -> int:
     from relay.engine.verbs.lookups import as_interval
 
-    wait = default if value is None or value == "" else as_interval(value)
+    try:
+        wait = default if value is None else as_interval(value)
+    except InvalidInput as exc:
+        raise InvalidInput(f"--fallback-after: {exc.message}") from None
     if wait.total_seconds() <= 0:
         raise InvalidInput("--fallback-after must be longer than 0")
     return int(wait.total_seconds())
