@@ -27,7 +27,7 @@ from relay.core.states import LADDER_STATES, State
 from relay.engine.conversation import events
 from relay.store import commit_log, ladder_rows
 from relay.store.locked_rows import InstanceFields
-from relay.store.models import Message
+from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.fallback")
 
@@ -47,6 +47,9 @@ def after_failure(
     rungs = ladder.from_json(instance.ladder)
     if not rungs or State(instance.state) not in LADDER_STATES:
         return False
+    person = session.get(Contact, message.contact_id)
+    if person is not None and (person.undeliverable_at or person.opted_out_at):
+        return False  # the contact's mark stops every channel: a person looks at it
     rung = ladder.after_failure(rungs, instance.channel, message.channel)
     if rung is None:
         return False

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
-from relay.engine.verbs.new_conversation import NewConversation
+from relay.engine.verbs import ladders
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
+    from relay.engine.verbs.new_conversation import NewConversation
     from relay.engine.verbs.service import Relay
 
 CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_e164", "wa_id")
@@ -265,10 +266,8 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
-        spec = replace(spec, addresses=_other_addresses(relay, columns, column))
-        problem = _channel_problem(relay, spec, checked)
-        if isinstance(problem, NewConversation):
-            spec, problem = problem, None
+        others = ladders.row_addresses(relay.address, columns, column, ADDRESS_COLUMNS)
+        spec, problem = ladders.settle_row(relay, replace(spec, addresses=others), checked)
     except RelayError as exc:
         return _reason(exc, columns[column])
     if problem:
@@ -282,33 +281,6 @@ def _plan_row(
         fields.pop(name, None)
     key = import_key(options.campaign, spec.address, spec.objective)
     return replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
-
-
-def _other_addresses(
-    relay: Relay, columns: dict[str, str], column: str
-) -> tuple[tuple[str, str], ...]:
-    """The row's addresses besides its contact column's, normalised (kind, address)."""
-    found = []
-    for name, value in columns.items():
-        if name != column and value and name.lower() in ADDRESS_COLUMNS:
-            address = relay.address(value)
-            found.append((address.kind, address.value))
-    return tuple(found)
-
-
-def _channel_problem(
-    relay: Relay, spec: NewConversation, checked: dict[tuple[str, str], None]
-) -> NewConversation | str | None:
-    """Why the row's channel cannot reach its contact, or None; with a ladder or
-    other addresses, the spec settled on them (:func:`relay.engine.verbs.ladders.settle`)."""
-    if spec.channels or spec.addresses:
-        from relay.engine.verbs.ladders import settle
-
-        return settle(relay, spec, checked=checked)
-    if (spec.channel, spec.agent) not in checked:
-        relay.check_backends(spec.channel, spec.agent, spec.window)
-        checked[(spec.channel, spec.agent)] = None
-    return relay.address_problem(spec.channel, spec.address)
 
 
 def _reason(exc: RelayError, contact: str) -> str:

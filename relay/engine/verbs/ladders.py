@@ -16,7 +16,7 @@ addresses is a ladder of one rung.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
@@ -26,10 +26,11 @@ from sqlalchemy.orm import Session
 from relay.core import ladder as ladders
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.contacts import book
-from relay.engine.contacts.addresses import kind_of
+from relay.engine.contacts.addresses import Address, kind_of
 from relay.store import contact_addresses, queries
 
 if TYPE_CHECKING:
+    from relay.config import Config
     from relay.engine.verbs.new_conversation import NewConversation
     from relay.store.database import Store
     from relay.store.models import Contact
@@ -40,10 +41,13 @@ class Checks(Protocol):
     """What settling asks of the backends (the verbs' checks)."""
 
     store: Store
+    config: Config
 
     def check_backends(self, channel: str, agent: str, window: str | None) -> None: ...
 
     def address_problem(self, channel: str, address: str) -> str | None: ...
+
+    def address(self, contact: str) -> Address: ...
 
 
 def channel_list(channel: str) -> tuple[str, ...]:
@@ -52,10 +56,11 @@ def channel_list(channel: str) -> tuple[str, ...]:
 
 
 def fallback_seconds(value: str | timedelta | None, default: timedelta) -> int:
-    from relay.engine.verbs.lookups import as_interval
+    from relay.core.durations import parse_duration
 
     try:
-        wait = default if value is None else as_interval(value)
+        wait = default if value is None else value
+        wait = wait if isinstance(wait, timedelta) else parse_duration(wait)
     except InvalidInput as exc:
         raise InvalidInput(f"--fallback-after: {exc.message}") from None
     if wait.total_seconds() <= 0:
@@ -64,11 +69,17 @@ def fallback_seconds(value: str | timedelta | None, default: timedelta) -> int:
 
 
 def settle(
-    relay: Checks, spec: NewConversation, *, checked: dict[tuple[str, str], None] | None = None
+    relay: Checks,
+    spec: NewConversation,
+    *,
+    checked: dict[tuple[str, str], None] | None = None,
+    fallback_after: str | timedelta | None = None,
 ) -> NewConversation:
     """``spec`` with the rung it starts on and its ladder, or refused (exit 2) when
     no channel can reach the contact. ``checked``: the (channel, agent) pairs whose
-    backends were checked already (an import checks each once)."""
+    backends were checked already (an import checks each once); ``fallback_after``:
+    the silence before the next rung (default: ``[defaults] fallback_after``)."""
+    wait = fallback_seconds(fallback_after, relay.config.settings.defaults.fallback_after)
     names = spec.channels or (spec.channel,)
     for name in names:
         if checked is None or (name, spec.agent) not in checked:
@@ -90,7 +101,9 @@ def settle(
     own = addresses[0][0]
     if len(names) == 1 and ladder[0].kind == own:
         return replace(spec, channel=ladder[0].channel, ladder=None, fallback_seconds=None)
-    return replace(spec, channel=ladder[0].channel, ladder=ladders.to_json(ladder))
+    return replace(
+        spec, channel=ladder[0].channel, ladder=ladders.to_json(ladder), fallback_seconds=wait
+    )
 
 
 def _reach(relay: Checks, channel: str, addresses: Sequence[tuple[str, str]]) -> str | list[str]:
@@ -120,10 +133,38 @@ def _kind_order(item: tuple[str, str]) -> int:
     return book.KINDS.index(item[0]) if item[0] in book.KINDS else len(book.KINDS)
 
 
+def row_addresses(
+    normalise: Callable[[str], Address],
+    columns: Mapping[str, str],
+    column: str,
+    names: Sequence[str],
+) -> tuple[tuple[str, str], ...]:
+    """An import row's addresses besides its contact column's (the columns ``names``),
+    normalised: ``(kind, address)``."""
+    found = []
+    for name, value in columns.items():
+        if name != column and value and name.lower() in names:
+            address = normalise(value)
+            found.append((address.kind, address.value))
+    return tuple(found)
+
+
+def settle_row(
+    relay: Checks, spec: NewConversation, checked: dict[tuple[str, str], None]
+) -> tuple[NewConversation, str | None]:
+    """An import row's spec settled (:func:`settle`) when it has a ladder or other
+    addresses; else as before ladders: its channel checked once per import, and
+    why it cannot reach the contact's address (None: it can)."""
+    if len(spec.channels) > 1 or spec.addresses:
+        return settle(relay, spec, checked=checked), None
+    if (spec.channel, spec.agent) not in checked:
+        relay.check_backends(spec.channel, spec.agent, spec.window)
+        checked[(spec.channel, spec.agent)] = None
+    return spec, relay.address_problem(spec.channel, spec.address)
+
+
 def give_addresses(session: Session, person: Contact, spec: NewConversation, now: datetime) -> None:
     """The other addresses a new conversation brings (an import's columns) go onto
     its contact."""
-    from relay.engine.contacts.addresses import Address
-
     for kind, address in spec.addresses:
         book.add_address(session, person, Address(address, kind), now)

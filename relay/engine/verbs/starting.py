@@ -114,9 +114,9 @@ class Starting(BackendChecks):
             template_sid=template_sid,
             template_variables=template_variables,
             approval=approval,
-            fallback_after=fallback_after,
         )
-        spec = ladders.settle(self, spec)  # the channels' checks, the rung it starts on
+        # The channels' checks, the rung it starts on (a,b,c: a ladder).
+        spec = ladders.settle(self, spec, fallback_after=fallback_after)
         with self.store.transaction() as session:
             instance = self.create(session, spec, self.now(), actor)
             view = self._view(session, instance)
@@ -165,15 +165,11 @@ class Starting(BackendChecks):
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
         approval: str | None = None,
-        fallback_after: str | timedelta | None = None,
     ) -> NewConversation:
-        """Check and normalise a new conversation, touching nothing (``start`` and
-        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
-        ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
-        ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts;
-        ``channel``: one or a ladder (``whatsapp,sms,email``: see
-        :mod:`relay.engine.verbs.ladders`), ``fallback_after`` its silence."""
+        """Check and normalise a new conversation, touching nothing (start and import begin
+        here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text": ..., "answer": KIND}``; ``meta``:
+        the caller's JSON; ``result_schema``: keyed by todo id; ``template_*``: WhatsApp's for a
+        closed window; ``approval``: see verbs.drafts; ``channel``: one, or a ladder a,b,c."""
         from relay.core.approval import parse_mode
         from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -182,7 +178,6 @@ class Starting(BackendChecks):
         parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
         channels = ladders.channel_list(channel or defaults.channel)
-        channel = channels[0]
         return NewConversation(
             address=parsed.value,
             objective=objective,
@@ -190,18 +185,17 @@ class Starting(BackendChecks):
             subject=clean_subject(subject) if subject else subject_from_objective(objective),
             heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
             max_followups=self._max_followups(max_followups),
-            channel=channel,
+            channel=channels[0],
             agent=agent or self.config.settings.agent.backend,
             window=window,
             campaign=clean_campaign(campaign),
             answers=tuple(spec for _, spec in specs),
             meta=check_meta(meta),
             result_schema=checked_result_schema(result_schema),
-            template=self._template(channel, template_sid, template_variables),
+            template=self._template(channels[0], template_sid, template_variables),
             contact_fields={"name": parsed.name} if parsed.name else None,
             approval=parse_mode(approval or self.config.settings.agent.approval),
-            channels=channels if len(channels) > 1 else (),
-            fallback_seconds=ladders.fallback_seconds(fallback_after, defaults.fallback_after),
+            channels=channels,
         )
 
     def create(

@@ -44,7 +44,13 @@ def twilio_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTwilio]:
 
 
 @pytest.fixture
-def relay(make_relay, db_url, clock, smtp_server, imap_server, twilio_api) -> Any:
+def relay(make_relay, db_url, clock, channels) -> Any:
+    return make_relay(db_url, clock, **channels)
+
+
+@pytest.fixture
+def channels(smtp_server, imap_server, twilio_api) -> dict[str, Any]:
+    """WhatsApp (with a template), SMS and email on the loopback servers."""
     settings: dict[str, Any] = {}
     for kind in ("sms", "whatsapp"):
         settings |= {
@@ -61,7 +67,7 @@ def relay(make_relay, db_url, clock, smtp_server, imap_server, twilio_api) -> An
     mail |= {"from": "sales@example.org", "from_name": "Ana from the Depot"}
     mail |= imap_server.settings()
     settings |= {f"channels.email.{key}": value for key, value in mail.items()}
-    return make_relay(db_url, clock, **settings)
+    return settings
 
 
 def pulse(relay: Any) -> None:
@@ -214,3 +220,34 @@ def test_one_channel_on_another_address_of_the_contact(
     [mail] = mails(smtp_server)
     assert mail["To"] == ALICE
     assert relay.contact(ALICE).address == PHONE  # one person, known by either address
+
+
+def test_whatsapp_that_cannot_write_first_falls_back_at_send(
+    channels: dict[str, Any], twilio_api: FakeTwilio, make_relay: Any, db_url: str
+) -> None:
+    """No template: WhatsApp cannot write first, so the first message goes by SMS."""
+    untemplated = {k: v for k, v in channels.items() if "template_sid" not in k}
+    plain = make_relay(db_url, None, **untemplated)
+    view = plain.start(PHONE, "confirm the delivery", TODOS, channel="whatsapp,sms")
+    pulse(plain)
+    assert [m.form["To"] for m in twilio_api.sent] == [PHONE]
+    shown = plain.get(view.id)
+    assert (shown.state, shown.channel) == ("WAITING_FOR_REPLY", "sms")
+    whatsapp, sms = plain.transcript(view.id)
+    assert (whatsapp.channel, whatsapp.status) == ("whatsapp", "failed")
+    assert "24 hours" in (whatsapp.last_error or "")
+    assert (sms.channel, sms.status) == ("sms", "sent")
+
+
+def test_a_failure_on_the_last_channel_goes_to_a_person(relay: Any, twilio_api: FakeTwilio) -> None:
+    view = relay.start(PHONE, "confirm the delivery", TODOS, channel="whatsapp,sms")
+    pulse(relay)
+    callback(relay, twilio_api.sent[0].sid, "failed", 63016)
+    pulse(relay)
+    sms = twilio_api.sent[1]
+    form = {"MessageSid": sms.sid, "MessageStatus": "undelivered", "ErrorCode": "30003"}
+    receipt = parse_status({**form, "AccountSid": ACCOUNT})
+    assert receipt is not None
+    relay.ingest("sms", Incoming(receipts=[receipt]))
+    shown = relay.get(view.id)
+    assert (shown.state, shown.channel) == ("NEEDS_HUMAN_INTERVENTION", "sms")
