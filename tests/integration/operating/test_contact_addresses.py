@@ -57,6 +57,8 @@ def test_a_reply_from_another_address_reaches_the_conversation(cli: Cli) -> None
     ok(cli("receive", "ana@example.com", "Thursday works"))
     shown = ok(cli("show", iid, "--json")).json()
     assert shown["state"] == "WAITING_FOR_AGENT"
+    listed = ok(cli("list", "--contact", "ana@example.com", "--json")).json()
+    assert [i["id"] for i in listed] == [iid]
     transcript = valid("transcript", ok(cli("transcript", iid, "--json")).json())
     assert [m["channel"] for m in transcript] == ["console", "cli"]
     assert "cli" in ok(cli("transcript", iid)).stdout
