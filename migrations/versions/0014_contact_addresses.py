@@ -3,8 +3,9 @@
 - ``contact_addresses``: every address of a contact, one per kind (phone, email,
   telegram), unique across contacts. The upgrade copies each contact's own
   address (``contacts.address``, which stays its identity) into it, so that
-  lookups by address read one table; the downgrade drops it, and a contact
-  keeps its own address (the others are lost: the old schema has no room).
+  lookups by address read one table; the downgrade drops it, a contact keeps
+  its own address, and its others go into its fields (``{"email": ...}``, as
+  an import's email column was kept before): nothing is lost going down.
 - ``instances.ladder``: the channels a conversation may use, in order, each with
   the kind of address it writes to (NULL: one channel, as before);
   ``instances.fallback_seconds``: the silence after which it moves down one.
@@ -53,4 +54,26 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_column("instances", "fallback_seconds")
     op.drop_column("instances", "ladder")
+    _others_into_fields()
     op.drop_table("contact_addresses")
+
+
+def _others_into_fields() -> None:
+    """Each contact's addresses other than its own, as fields of the contact."""
+    bind = op.get_bind()
+    contacts = sa.table(
+        "contacts", sa.column("id", sa.Integer), sa.column("address"), sa.column("fields", sa.JSON)
+    )
+    addresses = sa.table(
+        "contact_addresses", sa.column("contact_id"), sa.column("kind"), sa.column("address")
+    )
+    query = (
+        sa.select(contacts.c.id, contacts.c.fields, addresses.c.kind, addresses.c.address)
+        .join(addresses, addresses.c.contact_id == contacts.c.id)
+        .where(addresses.c.address != contacts.c.address)
+    )
+    others: dict[int, dict[str, object]] = {}
+    for contact_id, fields, kind, address in bind.execute(query):
+        others.setdefault(contact_id, dict(fields or {}))[kind] = address
+    for contact_id, fields in others.items():
+        bind.execute(contacts.update().where(contacts.c.id == contact_id).values(fields=fields))

@@ -286,7 +286,18 @@ def test_0014_gives_every_contact_its_own_address_row_and_back(empty_store: Stor
         ("+15551230001", "phone", "+15551230001"),
         ("ana@example.com", "email", "ana@example.com"),
     ]
+    with empty_store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO contact_addresses (contact_id, kind, address, created_at) "
+                "SELECT id, 'email', 'cy@example.com', created_at FROM contacts "
+                "WHERE address = '+15551230001'"
+            )
+        )
     migrate.downgrade(empty_store, "0011")
     assert "contact_addresses" not in _tables(empty_store)
     with empty_store.engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM contacts")).scalar() == 2
+        rows = conn.execute(text("SELECT address, fields FROM contacts ORDER BY address")).all()
+    fields = [json.loads(f) if isinstance(f, str) else f for _, f in rows]
+    assert [a for a, _ in rows] == ["+15551230001", "ana@example.com"]
+    assert fields == [{"email": "cy@example.com"}, None]  # the other address is kept
