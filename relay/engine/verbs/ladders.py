@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from relay.store.models import Contact
 
 
-
 class Checks(Protocol):
     """What settling asks of the backends (the verbs' checks)."""
 
