@@ -12,10 +12,10 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
-from relay.store.models import ContactAddress
+from relay.store.tables import contact_addresses as addresses
 
 if TYPE_CHECKING:
     from relay.store.models import Contact
@@ -23,24 +23,24 @@ if TYPE_CHECKING:
 
 def contact_id_for(session: Session, address: str) -> int | None:
     """The contact one of whose addresses ``address`` is."""
-    query = select(ContactAddress.contact_id).where(ContactAddress.address == address)
+    query = select(addresses.c.contact_id).where(addresses.c.address == address)
     return session.scalar(query)
 
 
-def contact_ids_for(session: Session, addresses: Collection[str]) -> dict[str, int]:
-    """``{address: contact id}`` for those of ``addresses`` some contact has."""
-    if not addresses:
+def contact_ids_for(session: Session, wanted: Collection[str]) -> dict[str, int]:
+    """``{address: contact id}`` for those of ``wanted`` some contact has."""
+    if not wanted:
         return {}
-    query = select(ContactAddress.address, ContactAddress.contact_id).where(
-        ContactAddress.address.in_(list(addresses))
+    query = select(addresses.c.address, addresses.c.contact_id).where(
+        addresses.c.address.in_(list(wanted))
     )
     return {str(address): int(contact_id) for address, contact_id in session.execute(query)}
 
 
 def of_contact(session: Session, contact_id: int) -> dict[str, str]:
     """``{kind: address}`` of one contact."""
-    query = select(ContactAddress.kind, ContactAddress.address).where(
-        ContactAddress.contact_id == contact_id
+    query = select(addresses.c.kind, addresses.c.address).where(
+        addresses.c.contact_id == contact_id
     )
     return {str(kind): str(address) for kind, address in session.execute(query)}
 
@@ -49,25 +49,22 @@ def of_contacts(session: Session, contact_ids: Collection[int]) -> dict[tuple[in
     """``{(contact id, kind): address}`` for many contacts (a dispatcher's batch)."""
     if not contact_ids:
         return {}
-    query = select(ContactAddress.contact_id, ContactAddress.kind, ContactAddress.address).where(
-        ContactAddress.contact_id.in_(sorted(contact_ids))
+    query = select(addresses.c.contact_id, addresses.c.kind, addresses.c.address).where(
+        addresses.c.contact_id.in_(sorted(contact_ids))
     )
     return {(int(i), str(k)): str(a) for i, k, a in session.execute(query)}
 
 
-def own(person: Contact, now: datetime) -> ContactAddress:
-    """The row of the contact's own address (written with the contact)."""
-    return ContactAddress(
-        contact_id=person.id, kind=person.kind, address=person.address, created_at=now
-    )
+def add_own(session: Session, person: Contact, now: datetime) -> None:
+    """The row of a new contact's own address (written with the contact)."""
+    row = {"contact_id": person.id, "kind": person.kind, "address": person.address}
+    session.execute(insert(addresses).values(**row, created_at=now))
 
 
 def put(session: Session, contact_id: int, kind: str, address: str, now: datetime) -> None:
     """Make ``address`` the contact's address of its kind (replacing the one it had)."""
     session.execute(
-        delete(ContactAddress).where(
-            ContactAddress.contact_id == contact_id, ContactAddress.kind == kind
-        )
+        delete(addresses).where(addresses.c.contact_id == contact_id, addresses.c.kind == kind)
     )
-    session.add(ContactAddress(contact_id=contact_id, kind=kind, address=address, created_at=now))
-    session.flush()
+    row = {"contact_id": contact_id, "kind": kind, "address": address, "created_at": now}
+    session.execute(insert(addresses).values(**row))

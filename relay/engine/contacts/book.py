@@ -44,8 +44,7 @@ def find_or_create(session: Session, address: Address, now: datetime) -> Contact
         with session.begin_nested():
             session.add(contact)
             session.flush()
-            session.add(contact_addresses.own(contact, now))
-            session.flush()
+            contact_addresses.add_own(session, contact, now)
     except IntegrityError:
         existing = queries.contact_by_address(session, address.value)
         if existing is None:
