@@ -37,7 +37,7 @@ from relay.engine.views.instances import ContactView, InstanceView, MessageView,
 from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
 from relay.engine.views.status import StatusView
 from relay.public import *  # noqa: F403 (the errors, views and functions a program uses)
-from relay.public import __all__ as _PUBLIC
+from relay.public import NAMES
 from relay.public import __getattr__ as __getattr__
 from relay.store.database import Store
 from relay.store.opening import open_store
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from relay.engine.verbs.waiting import WaitOutcome
     from relay.runner.pulse import PulseReport
 
-__all__ = [*_PUBLIC, "Relay"]
+__all__ = [*NAMES, "Relay"]
 
 
 class Relay:

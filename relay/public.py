@@ -37,25 +37,26 @@ from relay.engine.views.instances import ContactView, InstanceView, MessageView,
 from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
 from relay.engine.views.status import DaemonView, StatusView
 
-if TYPE_CHECKING:
-    from relay.engine.backends import channels_of_type
-    from relay.engine.contacts.chat_links import ChatLink
-    from relay.engine.verbs.campaigns import ImportReport
-    from relay.engine.verbs.drafts import DraftView
-    from relay.engine.verbs.program import parse_meta
-    from relay.inspection import inspect_address, inspect_mail, inspect_text
-    from relay.runner.logs import configure_logging
+if TYPE_CHECKING:  # loaded on first use (_LAZY); ``X as X``: re-exported
+    from relay.engine.backends import channels_of_type as channels_of_type
+    from relay.engine.contacts.chat_links import ChatLink as ChatLink
+    from relay.engine.verbs.campaigns import ImportReport as ImportReport
+    from relay.engine.verbs.drafts import DraftView as DraftView
+    from relay.engine.verbs.program import parse_meta as parse_meta
+    from relay.inspection import inspect_address as inspect_address
+    from relay.inspection import inspect_mail as inspect_mail
+    from relay.inspection import inspect_text as inspect_text
+    from relay.runner.logs import configure_logging as configure_logging
 
+#: Loaded now, and by ``from relay.public import *``.
 # fmt: off
 __all__ = [
-    "Ambiguous", "ChatLink", "Config", "ConfigError", "Conflict", "ContactRow", "ContactView",
-    "DaemonView", "DraftView", "EventView", "ImportReport", "InboxItem", "InstanceView",
-    "InvalidInput", "MessageView", "NotFound", "OptedOut", "Refused", "RelayError",
-    "ResultView", "SchemaOutOfDate", "SchemaRevision", "StatsView", "StatusView",
-    "TransitionView", "Undeliverable", "WatchRow", "channels_of_type", "configure_logging",
-    "create_database", "daemon_log_path", "daemon_pid", "downgrade_schema", "inspect_address",
-    "inspect_mail", "inspect_text", "load_config", "parse_meta", "run_demo", "schema_revision",
-    "start_daemon", "stop_daemon", "upgrade_schema",
+    "Ambiguous", "Config", "ConfigError", "Conflict", "ContactRow", "ContactView", "DaemonView",
+    "EventView", "InboxItem", "InstanceView", "InvalidInput", "MessageView", "NotFound",
+    "OptedOut", "Refused", "RelayError", "ResultView", "SchemaOutOfDate", "SchemaRevision",
+    "StatsView", "StatusView", "TransitionView", "Undeliverable", "WatchRow", "create_database",
+    "daemon_log_path", "daemon_pid", "downgrade_schema", "load_config", "run_demo",
+    "schema_revision", "start_daemon", "stop_daemon", "upgrade_schema",
 ]
 # fmt: on
 
@@ -72,6 +73,11 @@ _LAZY = {
     "inspect_text": "relay.inspection",
     "inspect_address": "relay.inspection",
 }
+#: Every name relay.api exports besides Relay.
+NAMES = [*__all__, *_LAZY]
+if TYPE_CHECKING:  # a type checker follows ``relay.api``'s star import to these too
+    __all__ += ["ChatLink", "DraftView", "ImportReport", "channels_of_type", "parse_meta"]
+    __all__ += ["configure_logging", "inspect_address", "inspect_mail", "inspect_text"]
 
 
 def __getattr__(name: str) -> Any:
