@@ -346,6 +346,5 @@ def build(relay: Runtime) -> Mount:
     """``/ui`` for ``relay serve``: refused at start (a ConfigError) when no
     credential is configured."""
     gate = auth.Gate.from_settings(relay.config.settings.console)
-    console_relay = Context(relay.store, relay.config, relay.clock)
-    console_relay.actor = "console"
+    console_relay = Context(relay.store, relay.config, relay.clock, actor="console")
     return Mount(PREFIX, routes=Console(console_relay, gate).routes())

@@ -37,12 +37,14 @@ class Runtime(Protocol):
 class Context:
     """The runtime of one open relay, passed to each verb."""
 
-    def __init__(self, store: Store, config: Config, clock: Clock | None = None) -> None:
+    def __init__(
+        self, store: Store, config: Config, clock: Clock | None = None, actor: str | None = None
+    ) -> None:
         self.store = store
         self.config = config
         self.clock: Clock = clock or SystemClock()
         #: Who runs operator commands, for the audit log (None: the OS user).
-        self.actor: str | None = None
+        self.actor = actor
         #: Channels built from their sections for checks and links, once per name
         #: (the dispatcher builds its own).
         self.channels: dict[str, Any] = {}
