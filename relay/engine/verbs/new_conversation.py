@@ -24,7 +24,7 @@ MAX_CAMPAIGN = 128
 
 @dataclass(frozen=True)
 class NewConversation:
-    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+    """A conversation to create, checked and normalised (:func:`.starting.prepare`)."""
 
     address: str
     objective: str
