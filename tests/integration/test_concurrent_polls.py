@@ -10,8 +10,8 @@ the second waits for the first (``arrivals.lock_channel``) and then finds its ro
 from __future__ import annotations
 
 import threading
-from functools import partial
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
