@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -27,26 +27,14 @@ from relay.core import ladder as ladders
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.contacts import book
 from relay.engine.contacts.addresses import Address, kind_of
+from relay.engine.verbs import backend_checks
 from relay.store import contact_addresses, queries
 
 if TYPE_CHECKING:
-    from relay.config import Config
+    from relay.engine.runtime import Context
     from relay.engine.verbs.new_conversation import NewConversation
     from relay.store.database import Store
     from relay.store.models import Contact
-
-
-class Checks(Protocol):
-    """What settling asks of the backends (the verbs' checks)."""
-
-    store: Store
-    config: Config
-
-    def check_backends(self, channel: str, agent: str, window: str | None) -> None: ...
-
-    def address_problem(self, channel: str, address: str) -> str | None: ...
-
-    def address(self, contact: str) -> Address: ...
 
 
 def channel_list(channel: str) -> tuple[str, ...]:
@@ -68,7 +56,7 @@ def fallback_seconds(value: str | timedelta | None, default: timedelta) -> int:
 
 
 def settle(
-    relay: Checks,
+    rt: Context,
     spec: NewConversation,
     *,
     checked: dict[tuple[str, str], None] | None = None,
@@ -78,18 +66,18 @@ def settle(
     no channel can reach the contact. ``checked``: the (channel, agent) pairs whose
     backends were checked already (an import checks each once); ``fallback_after``:
     the silence before the next rung (default: ``[defaults] fallback_after``)."""
-    wait = fallback_seconds(fallback_after, relay.config.settings.defaults.fallback_after)
+    wait = fallback_seconds(fallback_after, rt.config.settings.defaults.fallback_after)
     names = spec.channels or (spec.channel,)
     for name in names:
         if checked is None or (name, spec.agent) not in checked:
-            relay.check_backends(name, spec.agent, spec.window)
+            backend_checks.check_backends(rt, name, spec.agent, spec.window)
             if checked is not None:
                 checked[(name, spec.agent)] = None
-    addresses = _addresses(relay.store, spec)
+    addresses = _addresses(rt.store, spec)
     reaches: list[tuple[str, str | None]] = []
     problems: list[str] = []
     for name in names:
-        found = _reach(relay, name, addresses)
+        found = _reach(rt, name, addresses)
         if isinstance(found, str):
             reaches.append((name, found))
         else:
@@ -105,11 +93,11 @@ def settle(
     )
 
 
-def _reach(relay: Checks, channel: str, addresses: Sequence[tuple[str, str]]) -> str | list[str]:
+def _reach(rt: Context, channel: str, addresses: Sequence[tuple[str, str]]) -> str | list[str]:
     """The kind of the first address ``channel`` reaches, or why it reaches none."""
     problems = []
     for kind, address in addresses:
-        problem = relay.address_problem(channel, address)
+        problem = backend_checks.address_problem(rt, channel, address)
         if problem is None:
             return kind
         problems.append(problem)
@@ -149,17 +137,17 @@ def row_addresses(
 
 
 def settle_row(
-    relay: Checks, spec: NewConversation, checked: dict[tuple[str, str], None]
+    rt: Context, spec: NewConversation, checked: dict[tuple[str, str], None]
 ) -> tuple[NewConversation, str | None]:
     """An import row's spec settled (:func:`settle`) when it has a ladder or other
     addresses; else as before ladders: its channel checked once per import, and
     why it cannot reach the contact's address (None: it can)."""
     if len(spec.channels) > 1 or spec.addresses:
-        return settle(relay, spec, checked=checked), None
+        return settle(rt, spec, checked=checked), None
     if (spec.channel, spec.agent) not in checked:
-        relay.check_backends(spec.channel, spec.agent, spec.window)
+        backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window)
         checked[(spec.channel, spec.agent)] = None
-    return spec, relay.address_problem(spec.channel, spec.address)
+    return spec, backend_checks.address_problem(rt, spec.channel, spec.address)
 
 
 def give_addresses(session: Session, person: Contact, spec: NewConversation, now: datetime) -> None:
