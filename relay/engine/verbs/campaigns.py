@@ -19,14 +19,12 @@ import hashlib
 import string
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
-from relay.engine.contacts.addresses import address_for
 from relay.engine.verbs import ladders, starting
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
@@ -39,8 +37,6 @@ CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_
 #: Contact columns declared E.164: their digits carry the country code even without "+".
 E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
-#: Columns giving the contact's other addresses (besides the contact column): one per kind.
-ADDRESS_COLUMNS = ("email", "phone", "telegram")
 #: Columns naming the row's channel, or its ladder (``whatsapp,sms,email``).
 CHANNEL_COLUMNS = ("channels", "channel")
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
@@ -269,8 +265,7 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
-        normalise = partial(address_for, rt)
-        others = ladders.row_addresses(normalise, columns, column, ADDRESS_COLUMNS)
+        others = ladders.row_addresses(rt, columns, column)
         spec, problem = ladders.settle_row(rt, replace(spec, addresses=others), checked)
     except RelayError as exc:
         return _reason(exc, columns[column])
@@ -279,7 +274,7 @@ def _plan_row(
     fields = {
         k: v
         for k, v in columns.items()
-        if k != column and v and k.lower() not in (*TIMEZONE_COLUMNS, *ADDRESS_COLUMNS)
+        if k != column and v and k.lower() not in (*TIMEZONE_COLUMNS, *ladders.ADDRESS_COLUMNS)
     }
     for name in CHANNEL_COLUMNS:
         fields.pop(name, None)

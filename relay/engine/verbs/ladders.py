@@ -16,7 +16,7 @@ addresses is a ladder of one rung.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from relay.core import ladder as ladders
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.contacts import book
-from relay.engine.contacts.addresses import Address, kind_of
+from relay.engine.contacts.addresses import Address, address_for, kind_of
 from relay.engine.verbs import backend_checks
 from relay.store import contact_addresses, queries
 
@@ -120,18 +120,19 @@ def _kind_order(item: tuple[str, str]) -> int:
     return book.KINDS.index(item[0]) if item[0] in book.KINDS else len(book.KINDS)
 
 
+#: An import's columns giving the contact's other addresses (besides the contact column).
+ADDRESS_COLUMNS = ("email", "phone", "telegram")
+
+
 def row_addresses(
-    normalise: Callable[[str], Address],
-    columns: Mapping[str, str],
-    column: str,
-    names: Sequence[str],
+    rt: Context, columns: Mapping[str, str], column: str
 ) -> tuple[tuple[str, str], ...]:
-    """An import row's addresses besides its contact column's (the columns ``names``),
-    normalised: ``(kind, address)``."""
+    """An import row's addresses besides its contact column's, normalised:
+    ``(kind, address)``."""
     found = []
     for name, value in columns.items():
-        if name != column and value and name.lower() in names:
-            address = normalise(value)
+        if name != column and value and name.lower() in ADDRESS_COLUMNS:
+            address = address_for(rt, value)
             found.append((address.kind, address.value))
     return tuple(found)
 
