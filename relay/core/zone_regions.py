@@ -9,6 +9,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import zoneinfo
 from functools import cache
 from importlib import resources
@@ -46,10 +47,8 @@ def _zones() -> dict[str, str]:
 
 def _zone_tables() -> list[str]:
     tables = []
-    try:
+    with contextlib.suppress(ModuleNotFoundError, OSError):
         tables.append(resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text())
-    except (ModuleNotFoundError, OSError):
-        pass
     for folder in zoneinfo.TZPATH:
         path = Path(folder) / "zone.tab"
         if path.is_file():
