@@ -78,8 +78,14 @@ class Relay(Starting, ContactVerbs, Lookups):
     def normalise(self, contact: str) -> str:
         return self.address(contact).value
 
-    def address(self, contact: str) -> Address:
-        return normalise_address(contact, self.config.settings.defaults.region)
+    def address(self, contact: str, channel: str | None = None) -> Address:
+        """``contact`` as relay stores it. ``channel``: the channel that will reach it;
+        one whose type writes numbers with their country code and no ``+`` (WhatsApp,
+        Telegram) reads ``4930123456`` as +49..., any other refuses it as ambiguous."""
+        from relay.engine.backends import channel_kind
+
+        kind = channel_kind(self.config, channel) if channel else None
+        return normalise_address(contact, self.config.settings.defaults.region, channel=kind)
 
     # -- reads ------------------------------------------------------------
 

@@ -65,7 +65,7 @@ class Starting(BackendChecks):
 
         def normalise(self, contact: str) -> str: ...
 
-        def address(self, contact: str) -> Address: ...
+        def address(self, contact: str, channel: str | None = None) -> Address: ...
 
         def get(self, instance_id: str) -> InstanceView: ...
 
@@ -174,7 +174,7 @@ class Starting(BackendChecks):
 
         defaults = self.config.settings.defaults
         _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-        parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
+        parsed = self.address(contact, channel or defaults.channel)  # keeps "Ana <a@x>"'s name
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
         channel = channel or defaults.channel
         return NewConversation(
