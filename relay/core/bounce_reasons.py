@@ -122,7 +122,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
         r"host not found|name or service not known|nxdomain|"
         r"(no|null) mx\b|no mail (exchanger|server|host)|"
-        r"unrouteable (mail )?domain|unroutable (mail )?domain|domain (is )?unroutable|"
+        r"unrout\w*able (mail )?(domain|address)|domain (is )?unroutable|"
         r"(does not|doesn't) (accept|receive) (e-?)?mail|accepts no mail|nullmx|"
         r"(unknown|invalid|non-?existent) domain|bad destination system|illegal host",
     ),
@@ -141,6 +141,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"mailbox unavailable|no mailbox|not our (customer|user)|unknown or illegal alias|"
         r"invalid .{0,20}userid|"
         r"has moved|no longer (active|available|valid|in use|with|works|work)|"
+        r"address (couldn't|could not|cannot|can't) be found|address not found|"
         r"recipient address rejected: access denied|"  # Microsoft 365: not in the directory
         r"does not exist|doesn't exist|not listed in|unknown user|user unknown|"
         r"no such (user|mailbox|recipient|address|account|person|local|addressee)|"
