@@ -86,7 +86,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"rate limit|too many (messages|emails|mails|connections|recipients|concurrent)|"
         r"(sending|receiving|delivery) (rate|limit)|rate of |throttl|try (again )?later|"
         r"temporarily deferred|exceeded .*(limit|quota) .*(sending|send|per )|"
-        r"too much mail|unusual rate|connection limit|slow down",
+        r"too much mail|unusual rate|connection limit|slow down|at a rate that",
     ),
     (
         BounceReason.MAILBOX_FULL,
@@ -244,58 +244,15 @@ def by_status(status: str | None) -> BounceReason | None:
     return _BY_CODE.get(rest)
 
 
-# The SMTP command a refusal answered, as the common bounce formats write it: Postfix
-# "(in reply to RCPT TO command)", Exim "after RCPT TO:<...>", Sendmail and Courier
-# transcripts (">>> DATA" then "<<< 550 ..."), qmail "most progress was RCPT TO
-# response" / "my name was rejected", and a few vendors' "SMTP command: DATA".
-_COMMANDS = (
-    (r"in reply to (?P<c>rcpt|end of data|data|mail|helo|ehlo)\b", "c"),
-    (r"\bafter (?P<c>rcpt|end of data|data|mail from|final data|initial connection|helo|ehlo)\b",
-     "c"),
-    (r"most progress was (?P<c>rcpt|data|mail)\b", "c"),
-    (r"\[(?P<c>rcpt)_to\]|\bsmtp:(?P<d>rcpt) host\b", "c"),
-    (r"smtp command\W{0,20}(?P<c>rcpt|data|mail|helo|ehlo)\b", "c"),
-    (r"(?P<c>my name) was rejected|did not like our (?P<d>data|final data)", "c"),
-    (r"(?P<c>recipient) address rejected", "c"),  # Postfix's answer to RCPT TO
-)
-_COMMAND_WORDS = tuple(re.compile(pattern, re.I) for pattern, _ in _COMMANDS)
-_TRANSCRIPT = re.compile(r"^\s*>>>\s*(\w+)[^\n]*\n((?:(?!\s*>>>)[^\n]*\n?)*)", re.M)
-_REFUSAL = re.compile(r"^\s*<<<\s*[45]\d\d", re.M)
-_COMMAND_NAMES = {"rcpt": "RCPT", "data": "DATA", "end of data": "DATA", "final data": "DATA",
-                  "mail": "MAIL", "mail from": "MAIL", "helo": "HELO", "ehlo": "HELO",
-                  "my name": "HELO", "initial connection": "CONN",
-                  "recipient": "RCPT"}
-
-
-def refused_at(text: str) -> str | None:
-    """The SMTP command the receiving server refused (``RCPT``, ``DATA``, ``MAIL``,
-    ``HELO``, ``CONN``), when the bounce says; None when it does not.
-
-    It tells what a refusal is about: at RCPT TO the server judged the address;
-    at MAIL FROM or HELO it judged us; after DATA it had accepted the address and
-    judged the message, so a "user unknown" there is a filter's answer.
-    """
-    for step in _TRANSCRIPT.finditer(text or ""):
-        answers = step.group(2).count("<<<")
-        if not _REFUSAL.search(step.group(2)):
-            continue
-        word = step.group(1).lower()
-        if word == "data" and answers > 1:
-            return "RCPT"  # pipelined: the first answer after DATA is the RCPT TO's
-        return _COMMAND_NAMES.get(word, word.upper())
-    for pattern in _COMMAND_WORDS:
-        found = pattern.search(text or "")
-        if found:
-            word = " ".join((found.group("c") or found.groupdict().get("d") or "").lower().split())
-            return _COMMAND_NAMES.get(word, word.upper())
-    return None
-
-
 #: Amazon SES writes its own description of the status before the answer it was given.
 _RELAYED = re.compile(r"\b[245]\.\d{1,3}\.\d{1,3} - [^'\n]{0,80}?\b[45]\d\d[- ]'(?P<said>[^']+)'")
 #: "550 : User unknown": a refusal that names no recipient answered for the whole message
 #: (after DATA), the way some carriers word a recipient's filter.
 _NO_RECIPIENT = re.compile(r"\b[45]\d\d\s*:?\s+:\s*(user unknown|unknown user)", re.I)
+#: A sentence that states the account is missing (Yahoo refuses unknown users this way
+#: after DATA), unlike a bare "User unknown", which filters also answer.
+_FINDING = re.compile(r"(doesn't|does not) have an? [\w.-]+ account|"
+                      r"account (that )?you tried to reach does not exist", re.I)
 #: A local delivery program failed (RFC 3464 diagnostic type ``x-unix``): a mailer error.
 _LOCAL_PROGRAM = re.compile(r"^\W*x-unix\s*;", re.I)
 #: "may not exist or you may not have permission": a guess, not a server's finding.
@@ -311,7 +268,7 @@ def classify(
     A status that names a dead address (``5.1.1``) is trusted over a generic
     wording such as "rejected" or "denied" (which only says a server said no);
     a specific wording (quota, spam, rate, suspension) wins over any code.
-    ``command`` (see :func:`refused_at`) is the SMTP step the server refused.
+    ``command`` (:func:`relay.core.smtp_steps.refused_at`) is the SMTP step refused.
     """
     relayed = _RELAYED.search(text)
     if relayed:  # "5.1.0 - Unknown address error 550-'...'": the quoted answer is the server's
@@ -339,7 +296,7 @@ def _dead_or_not(
     subject = status.split(".")[1] if status else ""
     if command in ("MAIL", "HELO") or _NO_RECIPIENT.search(text):
         return BounceReason.POLICY
-    if command == "DATA" and subject != "1":
+    if command == "DATA" and subject != "1" and not _FINDING.search(text):
         return BounceReason.POLICY  # no code about the address: a filter's answer
     if _LOCAL_PROGRAM.search(text):
         return BounceReason.OTHER
@@ -379,7 +336,8 @@ def _override(
                                                  text, re.I):
         return said  # our sender or our content was refused, whatever the code says
     if said is BounceReason.USER_UNKNOWN and coded is BounceReason.HOST_UNKNOWN:
-        return coded
+        # 5.1.10 is a null MX (RFC 7505), but Microsoft 365 answers it for a missing recipient
+        return said if status and status.endswith(".1.10") else coded
     return None
 
 

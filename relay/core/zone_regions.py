@@ -16,8 +16,14 @@ from importlib import resources
 from pathlib import Path
 
 #: Old link names that zone.tab does not list.
-_PREFIXES = {"US/": "US", "Canada/": "CA", "Brazil/": "BR", "Mexico/": "MX", "Chile/": "CL",
-             "Australia/": "AU"}
+_PREFIXES = {
+    "US/": "US",
+    "Canada/": "CA",
+    "Brazil/": "BR",
+    "Mexico/": "MX",
+    "Chile/": "CL",
+    "Australia/": "AU",
+}
 
 
 def region_of_zone(zone: str | None) -> str | None:

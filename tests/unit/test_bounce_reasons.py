@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from relay.core.bounce_reasons import BounceReason, classify, parse_status, refused_at
+from relay.core.bounce_reasons import BounceReason, classify, parse_status
+from relay.core.smtp_steps import refused_at
 
 R = BounceReason
 
@@ -116,6 +117,14 @@ def test_the_smtp_step_a_server_refused(text: str, command: str | None) -> None:
         (None, "Your message wasn't delivered because the address couldn't be found.", None,
          R.USER_UNKNOWN),
         (None, "nyan@haineko.org Unrouteable address", None, R.HOST_UNKNOWN),
+        # Yahoo states the account is missing, after DATA: a finding, not a filter's answer
+        ("5.0.0", "554 delivery error: dd This user doesn't have a yahoo.com account "
+         "(a@yahoo.com) [0] - mta1061.mail.ne1.yahoo.com", "DATA", R.USER_UNKNOWN),
+        # Microsoft 365 answers 5.1.10 (RFC 7505's null MX) for a missing recipient
+        ("5.1.10", "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP "
+         "address lookup", None, R.USER_UNKNOWN),
+        ("4.2.1", "450-4.2.1 The user you are trying to contact is receiving mail at a rate "
+         "that prevents additional messages from being delivered", None, R.RATE_LIMITED),
     ],
 )
 def test_a_dead_reading_stands_only_when_nothing_contradicts_it(

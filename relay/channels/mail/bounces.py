@@ -32,7 +32,8 @@ from relay.channels.mail.bounce_text import (
     text_recipients,
     unique,
 )
-from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status, refused_at
+from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status
+from relay.core.smtp_steps import refused_at
 
 _DAEMON_LOCAL = re.compile(
     r"^(mailer[-_.]?daemon|post[-_.]?master|mail[-_.]?daemon|mail[-_.]?delivery[-_.]?(system|subsystem)?|"
