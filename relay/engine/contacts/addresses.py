@@ -20,9 +20,12 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -184,3 +187,14 @@ def _telegram(raw: str) -> Address:
             "such as telegram:123456789"
         )
     return Address(f"{TELEGRAM_PREFIX}{int(chat)}", "telegram")
+
+
+def address_for(rt: Runtime, contact: str, channel_type: str | None = None) -> Address:
+    """``contact`` normalised as the configuration reads it (``[defaults] region``).
+    ``channel_type``: the type of the channel that will reach it (``whatsapp``,
+    ``telegram``: digits carry their country code; see :func:`normalise_address`)."""
+    return normalise_address(contact, rt.config.settings.defaults.region, channel=channel_type)
+
+
+def normalise(rt: Runtime, contact: str) -> str:
+    return address_for(rt, contact).value
