@@ -153,13 +153,11 @@ def prepare(
     ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
     template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
     from relay.core.approval import parse_mode
-    from relay.engine.backends import channel_kind
     from relay.engine.verbs.program import check_meta, todo_specs
 
     defaults = rt.config.settings.defaults
     _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-    # "Ana Lima <ana@x.com>": the name is the contact's; a WhatsApp channel's digits carry +
-    parsed = address_for(rt, contact, channel_kind(rt.config, channel or defaults.channel))
+    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
     channel = channel or defaults.channel
     return NewConversation(
