@@ -157,9 +157,9 @@ def prepare(
 
     defaults = rt.config.settings.defaults
     _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
-    objective, specs = clean_text(objective, "objective"), todo_specs(todos)
     channels = ladders.channel_list(channel or defaults.channel)
+    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channels[0]))
+    objective, specs = clean_text(objective, "objective"), todo_specs(todos)
     return NewConversation(
         address=parsed.value,
         objective=objective,
