@@ -34,9 +34,8 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from relay.console import auth, pages
+from relay.console import approvals, auth, pages
 from relay.core.errors import InvalidInput, NotFound, RelayError
-from relay.core.states import NEEDS_PERSON_STATE
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
@@ -58,9 +57,16 @@ class Console:
     """The pages over one :class:`Relay` whose actions are audited as the console's."""
 
     def __init__(
-        self, relay: Relay, gate: auth.Gate, throttle: auth.Throttle | None = None
+        self,
+        relay: Relay,
+        gate: auth.Gate,
+        throttle: auth.Throttle | None = None,
+        *,
+        drafts: approvals.Approvals,
     ) -> None:
         self.relay = relay
+        #: The same Relay, by its draft verbs (see relay.console.approvals).
+        self.drafts = drafts
         self.gate = gate
         self.throttle = throttle or auth.Throttle()
         self.templates = Environment(
@@ -164,8 +170,7 @@ class Console:
 
     async def needs_person(self, request: Request) -> Response:
         page = request.query_params.get("page") or "1"
-        query = pages.parse_query({"sort": "oldest", "page": page}, [NEEDS_PERSON_STATE.value])
-        context = await run_in_threadpool(pages.conversations, self.relay, query)
+        context = await run_in_threadpool(pages.needs_person, self.relay, self.drafts, page)
         return self.render(
             request, "needs.html", cursor=await self._cursor(),
             page_link=page_link(request.query_params), **context,
@@ -173,7 +178,7 @@ class Console:
 
     async def conversation_page(self, request: Request, error: str | None = None) -> Response:
         instance_id = request.path_params["id"]
-        context = await run_in_threadpool(pages.conversation, self.relay, instance_id)
+        context = await run_in_threadpool(pages.conversation, self.relay, self.drafts, instance_id)
         status = 409 if error else 200
         return self.render(
             request, "conversation.html", status, cursor=await self._cursor(), error=error,
@@ -188,12 +193,12 @@ class Console:
     # -- actions ---------------------------------------------------------------------
 
     async def act(self, request: Request) -> Response:
-        """pause, resume, cancel or send, through the API; a refusal re-renders the
-        page with the state machine's words and 409."""
+        """pause, resume, cancel, send, approve or reject, through the API; a refusal
+        re-renders the page with the state machine's words and 409."""
         instance_id = request.path_params["id"]
         verb = request.path_params["verb"]
         form: dict[str, str] = request.scope["relay_form"]
-        call = self._verb(verb, instance_id, form)
+        call = await run_in_threadpool(self._verb, verb, instance_id, form)
         try:
             await run_in_threadpool(call)
         except (NotFound, InvalidInput):
@@ -218,6 +223,8 @@ class Console:
         if verb == "send":
             text = form.get("text") or ""
             return lambda: relay.send(instance_id, text)
+        if verb in ("approve", "reject"):
+            return approvals.action(relay, self.drafts, verb, instance_id, form)
         raise NotFound(f"no action {verb!r}")
 
     # -- live updates ----------------------------------------------------------------
@@ -296,7 +303,14 @@ def refuse_post(
     return None
 
 
-DONE = {"pause": "paused", "resume": "resumed", "cancel": "cancelled", "send": "message queued"}
+DONE = {
+    "pause": "paused",
+    "resume": "resumed",
+    "cancel": "cancelled",
+    "send": "message queued",
+    "approve": "draft approved and queued",
+    "reject": "draft rejected: the agent writes a new one",
+}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self'; script-src 'self'; "
     "img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
@@ -344,4 +358,7 @@ def build(relay: Relay) -> Mount:
     gate = auth.Gate.from_settings(relay.config.settings.console)
     console_relay = type(relay)(relay.store, relay.config, relay.clock)
     console_relay.actor = "console"
-    return Mount(PREFIX, routes=Console(console_relay, gate).routes())
+    if not isinstance(console_relay, approvals.Approvals):
+        raise TypeError("the console is served over relay.api.Relay (it approves drafts)")
+    console = Console(console_relay, gate, drafts=console_relay)
+    return Mount(PREFIX, routes=console.routes())
