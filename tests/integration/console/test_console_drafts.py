@@ -50,6 +50,7 @@ def test_the_page_shows_the_draft_and_the_lists_say_it_awaits_approval(served: S
     assert "1 draft(s) await approval" in page  # relay show's words for what comes next
     assert re.search(r'class="next">a draft awaits approval<', listed)
     assert f'data-draft="{draft_id}" data-id="{instance_id}"' in needs
+    assert 'id="drafts-note"><a href="#drafts">1 draft awaits approval</a>' in needs
     assert "Drafts awaiting approval (1)" in needs and escape(draft_text[:40]) in needs
 
 
