@@ -1,4 +1,5 @@
-"""What each console page shows, read through :class:`relay.api.Relay` and the
+"""What each console page shows, read through the verbs :class:`relay.api.Relay`
+delegates to and the
 store's named reads (blocking: the routes run these in a worker thread).
 
 Nothing here decides about a conversation: the actions call the same verbs as
@@ -12,17 +13,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from relay.console.approvals import Approvals, awaiting
+from relay.console.approvals import awaiting
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.forecasts import Forecast, Next
 from relay.core.states import NEEDS_PERSON_STATE, TRANSITIONS, Event, State
+from relay.engine.contacts.addresses import normalise
 from relay.engine.conversation.forecast import at_a_glance
+from relay.engine.verbs import contact_verbs, drafts, lookups
+from relay.engine.verbs import conversations as conversation_verbs
 from relay.engine.views.reports import contact_name
 from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 PAGE_SIZE = 50
 #: The funnel's bars on the Campaigns page, in order (``relay stats``' names).
@@ -104,7 +108,7 @@ class ListRow:
     next: str
 
 
-def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
+def conversations(relay: Runtime, query: PageQuery) -> dict[str, Any]:
     """The Conversations page (and Needs a person's, with its query)."""
     from relay.store import queries, reads
 
@@ -146,50 +150,50 @@ def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
     }
 
 
-def channel_names(relay: Relay) -> list[str]:
+def channel_names(relay: Runtime) -> list[str]:
     """The configured channels (for the list's filter), not a scan of conversations."""
     names = {relay.config.settings.defaults.channel, "console"}
     names |= {key.split(".")[1] for key in relay.config.values if key.startswith("channels.")}
     return sorted(names)
 
 
-def _as_address(relay: Relay, contact: str | None) -> str | None:
+def _as_address(relay: Runtime, contact: str | None) -> str | None:
     """``contact`` as a normalised address if it is one (else None: a name's part)."""
     if not contact:
         return None
     try:
-        return relay.normalise(contact)
+        return normalise(relay, contact)
     except RelayError:
         return None
 
 
-def conversation(relay: Relay, approvals: Approvals, instance_id: str) -> dict[str, Any]:
+def conversation(relay: Runtime, instance_id: str) -> dict[str, Any]:
     """A conversation's page: the instance, its transcript, history, contact and the
     drafts of its agent's that wait for a person."""
-    instance = relay.get(instance_id)
-    person = relay.contact(instance.contact)
+    instance = conversation_verbs.get(relay, instance_id)
+    person = contact_verbs.contact(relay, instance.contact)
     return {
         "instance": instance,
         "name": contact_name(person.fields),
         "person": person,
-        "transcript": relay.transcript(instance.id),
-        "history": relay.history(instance.id, commands=True),
+        "transcript": conversation_verbs.transcript(relay, instance.id),
+        "history": conversation_verbs.history(relay, instance.id, commands=True),
         "actions": allowed_actions(instance.state, instance.previous_state),
-        "drafts": approvals.drafts(instance.id),
+        "drafts": drafts.pending(relay, instance.id),
     }
 
 
-def needs_person(relay: Relay, approvals: Approvals, page: str) -> dict[str, Any]:
+def needs_person(relay: Runtime, page: str) -> dict[str, Any]:
     """Needs a person: the conversations a person must answer, oldest first, and
     the drafts waiting for a person's approval, oldest first."""
     query = parse_query({"sort": "oldest", "page": page}, [NEEDS_PERSON_STATE.value])
     context = conversations(relay, query)
-    drafts, total = awaiting(approvals)
-    names = _names(relay, {d.contact for d in drafts})
-    return {**context, "drafts": drafts, "drafts_total": total, "draft_names": names}
+    waiting, total = awaiting(relay)
+    names = _names(relay, {d.contact for d in waiting})
+    return {**context, "drafts": waiting, "drafts_total": total, "draft_names": names}
 
 
-def _names(relay: Relay, addresses: set[str]) -> dict[str, str]:
+def _names(relay: Runtime, addresses: set[str]) -> dict[str, str]:
     """The contacts' names by address, for the few drafts listed (one read)."""
     from relay.store import reads
 
@@ -218,9 +222,9 @@ def allowed_actions(state: str, previous: str | None) -> list[str]:
     return actions
 
 
-def campaigns(relay: Relay, chosen: str | None) -> dict[str, Any]:
+def campaigns(relay: Runtime, chosen: str | None) -> dict[str, Any]:
     """The Campaigns page: the funnel, first replies per day, the median time to reply."""
-    stats = relay.stats(campaign=chosen)
+    stats = lookups.stats(relay, campaign=chosen)
     since = (relay.now() - timedelta(days=REPLY_DAYS - 1)).replace(
         hour=0, minute=0, second=0, microsecond=0
     )
