@@ -11,7 +11,7 @@
   ``instances.fallback_seconds``: the silence after which it moves down one.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0012
 Create Date: 2026-11-26 02:20:00
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
