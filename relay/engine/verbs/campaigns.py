@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
-from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
+from relay.core.errors import Erased, InvalidInput, NoConsent, OptedOut, RelayError, Undeliverable
+from relay.engine.verbs import privacy
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
@@ -36,6 +37,8 @@ CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_
 #: Contact columns declared E.164: their digits carry the country code even without "+".
 E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
+#: Where and when the contact consented ("web form 2026-03-01"), kept on the contact.
+CONSENT_COLUMN = "consent"
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
 BATCH = 500
 MAX_REPORTED_ERRORS = 5
@@ -241,7 +244,7 @@ def _plan_row(
     options: Options,
     checked: dict[tuple[str, str], None],
 ) -> NewConversation | str:
-    from relay.engine.verbs.new_conversation import check_timezone
+    from relay.engine.verbs.new_conversation import check_timezone, clean_consent
 
     columns = row.columns
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)
@@ -261,6 +264,7 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
+        consent = clean_consent(_consent(columns))
         if (spec.channel, spec.agent) not in checked:
             relay.check_backends(spec.channel, spec.agent, spec.window)
             checked[(spec.channel, spec.agent)] = None
@@ -270,16 +274,26 @@ def _plan_row(
     if problem:
         return f"undeliverable: {problem}"
     fields = {
-        k: v for k, v in columns.items() if k != column and k.lower() not in TIMEZONE_COLUMNS and v
+        k: v
+        for k, v in columns.items()
+        if k != column and k.lower() not in (*TIMEZONE_COLUMNS, CONSENT_COLUMN) and v
     }
     fields.pop("channel", None)
     key = import_key(options.campaign, spec.address, spec.objective)
-    return replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
+    return replace(
+        spec, import_key=key, contact_fields=fields or None, timezone=zone, consent=consent
+    )
+
+
+def _consent(columns: dict[str, str]) -> str | None:
+    return next((v for k, v in columns.items() if k.lower() == CONSENT_COLUMN and v), None)
 
 
 def _reason(exc: RelayError, contact: str) -> str:
     if not contact:
         return "bad address: the contact column is empty"
+    if isinstance(exc, (Erased, NoConsent)):
+        return exc.message
     if isinstance(exc, OptedOut):
         return "opted out"
     if isinstance(exc, Undeliverable):
@@ -317,6 +331,8 @@ def _run_chunk(
     with relay.store.transaction() as session:
         done = reads.import_keys_present(session, [s.import_key or "" for s in specs])
         known = reads.contacts_by_address(session, [s.address for s in specs])
+        erased = privacy.erased_among(session, relay, [s.address for s in specs])
+        consent = relay.config.settings.compliance.require_consent
         now = relay.now()
         results: dict[int, RowReport] = {}
         startable: list[tuple[ImportRow, NewConversation]] = []
@@ -325,7 +341,7 @@ def _run_chunk(
                 contact = row.columns.get(_first_contact_column(row), "")
                 results[row.line] = RowReport(row.line, contact, False, spec)
                 continue
-            reason = _blocked(spec, done, known)
+            reason = _blocked(spec, done, known) or _refused(spec, erased, known, consent)
             if reason or dry_run:
                 results[row.line] = RowReport(row.line, spec.address, not reason, reason)
             else:
@@ -370,6 +386,18 @@ def _blocked(spec: NewConversation, done: set[str], known: dict[str, Any]) -> st
         return "opted out"
     if person is not None and person.undeliverable_at is not None:
         return f"undeliverable: {person.undeliverable_reason}"
+    return None
+
+
+def _refused(
+    spec: NewConversation, erased: dict[str, Any], known: dict[str, Any], consent: bool
+) -> str | None:
+    """An erased address, or no consent record where one is required."""
+    if spec.address in erased:
+        return f"erased on {erased[spec.address].date().isoformat()}"
+    person = known.get(spec.address)
+    if consent and not spec.consent and (person is None or not person.consent):
+        return "no consent record ([compliance] require_consent is on)"
     return None
 
 

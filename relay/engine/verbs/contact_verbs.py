@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import audit
+from relay.engine.verbs import privacy
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
 from relay.store import contact_rows, queries
@@ -73,6 +74,8 @@ class ContactVerbs:
             unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
             fields=dict(person.fields or {}),
             undeliverable=_mark(session, person),
+            consent=person.consent,
+            consent_at=person.consent_at,
         )
 
     def import_opt_outs(
@@ -136,19 +139,38 @@ class ContactVerbs:
             self._audit_contact(session, "opt-in", address)
             return self._contact_view(session, person)
 
-    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
+    def set_contact(
+        self, contact: str, *, timezone: str | None = None, consent: str | None = None
+    ) -> ContactView:
+        """Set the contact's time zone and consent record (``relay contact set``)."""
+        from relay.engine.verbs.new_conversation import check_timezone, clean_consent
+
         address = self.normalise(contact)
         if timezone is not None:
-            from relay.engine.verbs.new_conversation import check_timezone
-
             check_timezone(timezone)
+        consent = clean_consent(consent)
         with self.store.transaction() as session:
+            privacy.refuse_erased(session, cast("Relay", self), address)
             person = self._contact(session, address, create=True)
             if timezone is not None:
                 person.timezone = timezone
                 person.updated_at = self.now()
-            self._audit_contact(session, "contact set", address, timezone=timezone)
+            if consent is not None and consent != person.consent:
+                person.consent, person.consent_at = consent, self.now()
+                person.updated_at = self.now()
+            self._audit_contact(
+                session, "contact set", address, timezone=timezone, consent=consent
+            )
             return self._contact_view(session, person)
+
+    def export_contact(self, contact: str) -> dict[str, Any]:
+        """Everything held about ``contact`` as JSON (``relay contact export``); audited."""
+        return privacy.export_contact(cast("Relay", self), contact, actor=self.who())
+
+    def erase_contact(self, contact: str) -> privacy.Erasure:
+        """Delete everything about ``contact`` in one transaction, keeping a keyed hash of
+        each address so it is never contacted again (``relay contact erase``)."""
+        return privacy.erase_contact(cast("Relay", self), contact, actor=self.who())
 
     def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:
         """A contact-level command: in the log without an instance (``relay events``)."""

@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.config import Config
-from relay.core.errors import InvalidInput, OptedOut, Undeliverable
+from relay.core.errors import InvalidInput, NoConsent, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
 from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
@@ -34,6 +34,7 @@ from relay.engine.verbs.new_conversation import (
     answer_columns,
     checked_result_schema,
     clean_campaign,
+    clean_consent,
     clean_text,
     merge_contact_fields,
 )
@@ -93,6 +94,7 @@ class Starting(BackendChecks):
         template_variables: Mapping[str, str] | None = None,
         defer: bool = True,
         approval: str | None = None,
+        consent: str | None = None,
     ) -> InstanceView:
         """Create an instance: CREATED, or QUEUED behind the contact's live one (the
         options are :meth:`prepare`'s), and run its first turn unless ``defer``."""
@@ -112,6 +114,7 @@ class Starting(BackendChecks):
             template_sid=template_sid,
             template_variables=template_variables,
             approval=approval,
+            consent=consent,
         )
         reach = self._reach(spec.channel, spec.address)
         self._check_backends(spec.channel, spec.agent, spec.window, reach)
@@ -163,12 +166,14 @@ class Starting(BackendChecks):
         template_sid: str | None = None,
         template_variables: Mapping[str, str] | None = None,
         approval: str | None = None,
+        consent: str | None = None,
     ) -> NewConversation:
         """Check and normalise a new conversation, touching nothing (``start`` and
         ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
         ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
         ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
+        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts;
+        ``consent``: where and when the contact consented, kept on the contact."""
         from relay.core.approval import parse_mode
         from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -194,6 +199,7 @@ class Starting(BackendChecks):
             template=self._template(channel, template_sid, template_variables),
             contact_fields={"name": parsed.name} if parsed.name else None,
             approval=parse_mode(approval or self.config.settings.agent.approval),
+            consent=clean_consent(consent),
         )
 
     def create(
@@ -201,8 +207,14 @@ class Starting(BackendChecks):
     ) -> Instance:
         """Create the conversation in the caller's transaction (its contact too):
         CREATED, or QUEUED behind the contact's live one."""
+        from relay.engine.verbs import privacy
+
+        privacy.refuse_erased(session, cast("Relay", self), spec.address)
         person = contacts.find_or_create(session, self.address(spec.address), now)
         queries.lock_contact(session, person.id)
+        if self.config.settings.compliance.require_consent and not (spec.consent or person.consent):
+            raise NoConsent(f"contact {spec.address} has no consent record: give --consent "
+                            '"WHERE WHEN" ([compliance] require_consent is on)')  # fmt: skip
         if person.opted_out_at is not None:
             raise OptedOut(
                 f"contact {spec.address} has opted out; they must opt in again "
