@@ -359,6 +359,7 @@ def _start_rows(
     """All at once; should that break a unique index (the same import running
     twice at once), one row at a time, each in its own savepoint."""
     from relay.engine.verbs import bulk
+
     try:
         with session.begin_nested():
             made = bulk.create_many(relay, session, [s for _, s in startable], now, "import")

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.orm import Session
 
+from relay.config import Config
+from relay.core.errors import RelayError
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import Address
 from relay.engine.conversation import audit
@@ -51,6 +53,7 @@ class ContactVerbs:
         """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
         ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
         from relay.engine.contacts import chat_links
+
         relay = cast("Relay", self)
         return chat_links.link(relay, channel, relay.channel(channel), contact)
 
@@ -76,6 +79,7 @@ class ContactVerbs:
             undeliverable=_mark(session, person),
             consent=person.consent,
             consent_at=person.consent_at,
+            legal_hours=_legal_hours(cast("Relay", self).config, person),
         )
 
     def import_opt_outs(
@@ -158,9 +162,7 @@ class ContactVerbs:
             if consent is not None and consent != person.consent:
                 person.consent, person.consent_at = consent, self.now()
                 person.updated_at = self.now()
-            self._audit_contact(
-                session, "contact set", address, timezone=timezone, consent=consent
-            )
+            self._audit_contact(session, "contact set", address, timezone=timezone, consent=consent)
             return self._contact_view(session, person)
 
     def export_contact(self, contact: str) -> dict[str, Any]:
@@ -176,6 +178,17 @@ class ContactVerbs:
         """A contact-level command: in the log without an instance (``relay events``)."""
         args = {"contact": address, **args}
         audit.record(session, command, None, args, self.now(), actor=self.who())
+
+
+def _legal_hours(config: Config, person: Contact) -> str | None:
+    """Which legal hours hold proactive messages to the contact, and why."""
+    from relay.engine.conversation import policy
+
+    try:
+        window = policy.window_of(None, config)
+        return policy.hold_for(window, person.address, person.timezone, config).describe()
+    except RelayError as exc:
+        return f"cannot be worked out: {exc.message}"
 
 
 def _mark(session: Session, person: Contact) -> UndeliverableMark | None:

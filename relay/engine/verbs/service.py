@@ -130,6 +130,7 @@ class Relay(Starting, ContactVerbs, Lookups):
         if not commands:
             return rows
         from relay.engine.conversation import events as event_log
+
         audited = self.events(instance_ids=[instance.id], kinds=[event_log.Kind.COMMAND.value])
         rows += [TransitionView.command(event) for event in audited]
         # Stable: a command and the state change it caused share a time; the
@@ -347,11 +348,13 @@ class Relay(Starting, ContactVerbs, Lookups):
 
     def keywords(self) -> inbound.Keywords:
         from relay.engine.inbound import ingest as inbound
+
         optout = self.config.settings.optout
         return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords)
 
     def retry(self, message_id: int) -> MessageView:
         """Queue a failed delivery again; refused unless its conversation is live."""
         from relay.engine.verbs import operations
+
         with self.store.transaction() as session:
             return operations.retry(session, message_id, self.now())

@@ -272,6 +272,7 @@ class Starting(BackendChecks):
         the daemon. ``on_total`` hears the row count once the file is checked;
         ``on_rows`` how many more rows were handled."""
         from relay.engine.verbs import campaigns
+
         options = campaigns.Options(
             objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
             agent, window,
@@ -331,6 +332,7 @@ class Starting(BackendChecks):
         the unique index stays as the last word.
         """
         from relay.engine.conversation import transitions
+
         taken = queries.slot_holder(session, instance.contact_id) is not None
         if not taken:
             try:
