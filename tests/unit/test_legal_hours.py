@@ -15,7 +15,8 @@ from relay.core.windows import parse_window, zone
 from relay.engine.conversation import policy
 from relay.engine.conversation.places import place_of
 
-FLORIDA, CONNECTICUT, TEXAS, CALIFORNIA = "+13055550123", "+12035550100", "+12145550100", "+14155550100"  # fmt: skip
+FLORIDA, CONNECTICUT = "+13055550123", "+12035550100"
+TEXAS, CALIFORNIA = "+12145550100", "+14155550100"
 OKLAHOMA, MARYLAND, UNKNOWN = "+14055550100", "+13015550100", "+15551230001"
 MADRID, PARIS, TORONTO = "+34911234567", "+33123456789", "+19055550100"
 
@@ -147,7 +148,8 @@ def test_holidays_skip_the_contacts_public_holidays() -> None:
 
 
 def test_next_allowed_reads_every_zone_of_a_number_that_spans_several() -> None:
-    both = Constraint((parse_window("09:00-17:00"),), (zone("America/New_York"), zone("America/Los_Angeles")))  # fmt: skip
+    coasts = (zone("America/New_York"), zone("America/Los_Angeles"))
+    both = Constraint((parse_window("09:00-17:00"),), coasts)
     # 9:00 in New York is 6:00 in Los Angeles: it waits for 9:00 there (12:00 in New York).
     assert next_allowed(utc("2026-03-09T13:00:00"), [both]) == utc("2026-03-09T16:00:00")
     assert date(2026, 3, 9).weekday() == 0
