@@ -69,7 +69,7 @@ def test_a_new_mailbox_warms_up(db_url: str) -> None:
 
 
 def test_bad_settings_are_named() -> None:
-    with pytest.raises(ConfigError, match="channels.mail.domain_rates"):
+    with pytest.raises(ConfigError, match=r"channels\.mail\.domain_rates"):
         parse_domain_rates("mail", "gmail.com 20/hour")
     with pytest.raises(ConfigError, match="invalid rate"):
         parse_domain_rates("mail", "gmail.com = lots")
