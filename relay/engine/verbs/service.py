@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from relay.channels.base import Incoming
     from relay.engine.contacts.bounce_marks import SoftBounces
     from relay.engine.inbound import ingest as inbound
+    from relay.engine.verbs.mail_dns import MailCheck, Resolver
     from relay.store.models import Instance
 #: ``Relay.ingest`` without a poll position (a pushed request).
 UNREAD = object()
@@ -72,6 +73,13 @@ class Relay(Starting, ContactVerbs, Lookups):
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def check_email(self, resolver: Resolver | None = None) -> list[MailCheck]:
+        """Each email channel's SPF, DKIM, DMARC alignment and one-click unsubscribe
+        (``relay doctor --email``); ``resolver``: TXT lookups (default: dnspython)."""
+        from relay.engine.verbs.mail_dns import check_channels
+
+        return check_channels(self, resolver)
 
     # -- contacts ---------------------------------------------------------
 
