@@ -102,6 +102,16 @@ def demo(json_out: JsonOption = False) -> None:
         raise typer.Exit(1)
 
 
+EmailOption = Annotated[
+    bool,
+    typer.Option(
+        "--email",
+        help="Instead, check each email channel's sending domain in DNS: SPF, DKIM "
+        "(dkim_selector), DMARC and its alignment, one-click unsubscribe; exit 1 if one fails.",
+    ),
+]
+
+
 def doctor(
     json_out: JsonOption = False,
     repair: Annotated[
@@ -112,14 +122,7 @@ def doctor(
             "each fix recorded in the transition log, then check again.",
         ),
     ] = False,
-    email: Annotated[
-        bool,
-        typer.Option(
-            "--email",
-            help="Instead, check each email channel's sending domain in DNS: SPF, DKIM "
-            "(dkim_selector), DMARC and its alignment, one-click unsubscribe; exit 1 if one fails.",
-        ),
-    ] = False,
+    email: EmailOption = False,
 ) -> None:
     """Check the store against relay's invariants; exit 1 if any is broken.
 

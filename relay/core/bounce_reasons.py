@@ -46,11 +46,11 @@ class BounceReason(StrEnum):
 
 
 _OUR_SIDE_WORDS = (
-    r"sender (address|domain)|domain of sender|sender .{0,20}(rejected|denied|refused|invalid|"
-    r"not (allowed|verified))|after (end of )?data|in reply to (end of )?data|final data|"
-    r"after the data|"
-    r"after mail from|not verified|open relay|relay(ing)? (denied|not (permitted|allowed))|"
-    r"unable to relay|relay access denied|we do not relay|my name was rejected|\b(helo|ehlo)\b"
+        r"sender (address|domain)|domain of sender|sender .{0,20}(rejected|denied|refused|invalid|"
+        r"not (allowed|verified))|after (end of )?data|in reply to (end of )?data|final data|"
+        r"after the data|"
+        r"after mail from|not verified|open relay|relay(ing)? (denied|not (permitted|allowed))|"
+        r"unable to relay|relay access denied|we do not relay|my name was rejected|\b(helo|ehlo)\b"
 )
 _OUR_SIDE = re.compile(_OUR_SIDE_WORDS, re.I)
 

@@ -41,3 +41,11 @@ def address_of(session: Session, contact_id: int) -> str:
 
 def timezone_of(session: Session, contact_id: int) -> str | None:
     return session.scalar(select(contacts.c.timezone).where(contacts.c.id == contact_id))
+
+
+def place_facts(session: Session, contact_id: int) -> tuple[str, str | None]:
+    """The contact's address and own time zone: where its legal hours are read."""
+    row = session.execute(
+        select(contacts.c.address, contacts.c.timezone).where(contacts.c.id == contact_id)
+    ).one()
+    return str(row.address), row.timezone

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, or_, select
+from sqlalchemy import ColumnElement, Table, delete, or_, select, text
 from sqlalchemy.orm import Session
 
 from relay.store.tables import (
@@ -178,6 +178,13 @@ def delete_person(
         result = session.execute(delete(table).where(clause))
         counts[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]
     return counts
+
+
+def secure_delete(session: Session) -> None:
+    """On SQLite, overwrite deleted content with zeros instead of leaving it in free
+    pages of the file (the connection keeps the setting; it only costs writes)."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(text("PRAGMA secure_delete = ON"))
 
 
 # -- suppression records ------------------------------------------------------------------

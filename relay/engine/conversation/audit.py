@@ -48,5 +48,4 @@ def record(
     # Imported here: the event log (and its models) is the write side; a read
     # command that only asks for OPERATOR or os_user() loads none of it.
     from relay.engine.conversation import events
-
     events.record(session, events.Kind.COMMAND, instance_id, data, now, actor=actor)

@@ -19,14 +19,14 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import InvalidInput
 from relay.core.legal_hours import Constraint, Hours, next_allowed
 from relay.core.windows import Window, parse_window, zone
-from relay.store.tables import contacts
+from relay.store import contact_rows
 
 if TYPE_CHECKING:
     from relay.store.locked_rows import InstanceFields
@@ -116,10 +116,8 @@ def next_window_open(
     compliance = config.settings.compliance
     if window is None and not (compliance.legal_hours or compliance.holidays):
         return now  # no window, no rules: no need to read the contact
-    row = session.execute(
-        select(contacts.c.address, contacts.c.timezone).where(contacts.c.id == instance.contact_id)
-    ).one()
-    return opens(hold_for(window, row.address, row.timezone, config), now)
+    address, timezone = contact_rows.place_facts(session, instance.contact_id)
+    return opens(hold_for(window, address, timezone, config), now)
 
 
 @cache

@@ -56,7 +56,6 @@ class BackendChecks:
     def _reach(self, channel: str, address: str) -> str:
         """Where ``channel`` reaches the contact ``address``: its bound chat, if any."""
         from relay.engine.contacts import chat_links
-
         with self.store.read_transaction() as session:
             person = queries.contact_by_address(session, address)
             if person is None:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import Erased, InvalidInput, NoConsent, OptedOut, RelayError, Undeliverable
-from relay.engine.verbs import privacy
+from relay.engine.verbs import admission
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
@@ -37,8 +37,6 @@ CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_
 #: Contact columns declared E.164: their digits carry the country code even without "+".
 E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
-#: Where and when the contact consented ("web form 2026-03-01"), kept on the contact.
-CONSENT_COLUMN = "consent"
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
 BATCH = 500
 MAX_REPORTED_ERRORS = 5
@@ -264,7 +262,7 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
-        consent = clean_consent(_consent(columns))
+        consent = clean_consent(admission.consent_of(columns))
         if (spec.channel, spec.agent) not in checked:
             relay.check_backends(spec.channel, spec.agent, spec.window)
             checked[(spec.channel, spec.agent)] = None
@@ -273,20 +271,12 @@ def _plan_row(
         return _reason(exc, columns[column])
     if problem:
         return f"undeliverable: {problem}"
-    fields = {
-        k: v
-        for k, v in columns.items()
-        if k != column and k.lower() not in (*TIMEZONE_COLUMNS, CONSENT_COLUMN) and v
-    }
+    skip = (*TIMEZONE_COLUMNS, admission.CONSENT_COLUMN)
+    fields = {k: v for k, v in columns.items() if k != column and k.lower() not in skip and v}
     fields.pop("channel", None)
     key = import_key(options.campaign, spec.address, spec.objective)
-    return replace(
-        spec, import_key=key, contact_fields=fields or None, timezone=zone, consent=consent
-    )
-
-
-def _consent(columns: dict[str, str]) -> str | None:
-    return next((v for k, v in columns.items() if k.lower() == CONSENT_COLUMN and v), None)
+    spec = replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
+    return replace(spec, consent=consent)
 
 
 def _reason(exc: RelayError, contact: str) -> str:
@@ -331,8 +321,7 @@ def _run_chunk(
     with relay.store.transaction() as session:
         done = reads.import_keys_present(session, [s.import_key or "" for s in specs])
         known = reads.contacts_by_address(session, [s.address for s in specs])
-        erased = privacy.erased_among(session, relay, [s.address for s in specs])
-        consent = relay.config.settings.compliance.require_consent
+        refused = admission.refusals(session, relay, specs, known)
         now = relay.now()
         results: dict[int, RowReport] = {}
         startable: list[tuple[ImportRow, NewConversation]] = []
@@ -341,7 +330,7 @@ def _run_chunk(
                 contact = row.columns.get(_first_contact_column(row), "")
                 results[row.line] = RowReport(row.line, contact, False, spec)
                 continue
-            reason = _blocked(spec, done, known) or _refused(spec, erased, known, consent)
+            reason = _blocked(spec, done, known) or refused.get(spec.address)
             if reason or dry_run:
                 results[row.line] = RowReport(row.line, spec.address, not reason, reason)
             else:
@@ -359,7 +348,6 @@ def _start_rows(
     """All at once; should that break a unique index (the same import running
     twice at once), one row at a time, each in its own savepoint."""
     from relay.engine.verbs import bulk
-
     try:
         with session.begin_nested():
             made = bulk.create_many(relay, session, [s for _, s in startable], now, "import")
@@ -387,18 +375,6 @@ def _blocked(spec: NewConversation, done: set[str], known: dict[str, Any]) -> st
         return "opted out"
     if person is not None and person.undeliverable_at is not None:
         return f"undeliverable: {person.undeliverable_reason}"
-    return None
-
-
-def _refused(
-    spec: NewConversation, erased: dict[str, Any], known: dict[str, Any], consent: bool
-) -> str | None:
-    """An erased address, or no consent record where one is required."""
-    if spec.address in erased:
-        return f"erased on {erased[spec.address].date().isoformat()}"
-    person = known.get(spec.address)
-    if consent and not spec.consent and (person is None or not person.consent):
-        return "no consent record ([compliance] require_consent is on)"
     return None
 
 

@@ -79,7 +79,7 @@ def check_channels(runtime: Runtime, resolver: Resolver | None = None) -> list[M
     config = runtime.config
     names = [n for n in channels_of_type(config, "email") if config.get(f"channels.{n}.from")]
     if not names:
-        raise ConfigError("no email channel is configured ([channels.NAME] type = \"email\")")
+        raise ConfigError('no email channel is configured ([channels.NAME] type = "email")')
     lookup = resolver or dns_resolver()
     checks: list[MailCheck] = []
     for name in names:

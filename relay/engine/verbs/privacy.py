@@ -114,7 +114,7 @@ def erase_contact(runtime: Runtime, contact: str, *, actor: str) -> Erasure:
 
         settling.settle(runtime.store, contact_id, since, runtime.now)
     with runtime.store.transaction() as session:
-        _secure_delete(session)
+        person_rows.secure_delete(session)
         address, person, addresses = _addresses(session, runtime, contact)
         if person is not None:
             queries.lock_contact(session, person.id)
@@ -126,14 +126,6 @@ def erase_contact(runtime: Runtime, contact: str, *, actor: str) -> Erasure:
         audit.record(session, "contact erase", None, args, now, actor=actor)
     deleted = {table: count for table, count in deleted.items() if count}
     return Erasure(address, now, person is not None, deleted, len(hashes))
-
-
-def _secure_delete(session: Session) -> None:
-    """On SQLite, overwrite deleted content with zeros instead of leaving it in free pages."""
-    if session.get_bind().dialect.name == "sqlite":
-        from sqlalchemy import text
-
-        session.execute(text("PRAGMA secure_delete = ON"))
 
 
 def refuse_erased(session: Session, runtime: Runtime, address: str) -> None:

@@ -168,12 +168,9 @@ class Starting(BackendChecks):
         approval: str | None = None,
         consent: str | None = None,
     ) -> NewConversation:
-        """Check and normalise a new conversation, touching nothing (``start`` and
-        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
-        ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
-        ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts;
-        ``consent``: where and when the contact consented, kept on the contact."""
+        """Check and normalise a new conversation, touching nothing (``start``, ``import``):
+        ``todos`` as text, ``"TEXT::KIND"`` or ``{"text", "answer"}``; ``consent``: where and when;
+        ``result_schema`` by todo id; ``template_*``: WhatsApp's; ``approval``: verbs.drafts."""
         from relay.core.approval import parse_mode
         from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -181,7 +178,7 @@ class Starting(BackendChecks):
         _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
         parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-        channel = channel or defaults.channel
+        channel, consent = channel or defaults.channel, clean_consent(consent)
         return NewConversation(
             address=parsed.value,
             objective=objective,
@@ -199,7 +196,7 @@ class Starting(BackendChecks):
             template=self._template(channel, template_sid, template_variables),
             contact_fields={"name": parsed.name} if parsed.name else None,
             approval=parse_mode(approval or self.config.settings.agent.approval),
-            consent=clean_consent(consent),
+            consent=consent,
         )
 
     def create(
