@@ -43,9 +43,11 @@ def timezone_of(session: Session, contact_id: int) -> str | None:
     return session.scalar(select(contacts.c.timezone).where(contacts.c.id == contact_id))
 
 
-def place_facts(session: Session, contact_id: int) -> tuple[str, str | None]:
-    """The contact's address and own time zone: where its legal hours are read."""
-    row = session.execute(
-        select(contacts.c.address, contacts.c.timezone).where(contacts.c.id == contact_id)
-    ).one()
-    return str(row.address), row.timezone
+def place_facts(
+    session: Session, contact_ids: Iterable[int]
+) -> dict[int, tuple[str, str | None]]:
+    """{contact id: (address, own time zone)}: where each one's legal hours are read."""
+    query = select(contacts.c.id, contacts.c.address, contacts.c.timezone).where(
+        contacts.c.id.in_(list(contact_ids))
+    )
+    return {int(i): (str(a), tz) for i, a, tz in session.execute(query)}

@@ -12,7 +12,7 @@ the heartbeat ask the same question here, so they never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import cache
@@ -109,15 +109,35 @@ def opens(hold: Hold, now: datetime) -> datetime:
 
 
 def next_window_open(
-    session: Session, instance: InstanceFields | Row[Any], config: Config, now: datetime
+    session: Session,
+    instance: InstanceFields | Row[Any],
+    config: Config,
+    now: datetime,
+    places: Mapping[int, tuple[str, str | None]] | None = None,
 ) -> datetime:
-    """``now`` if proactive messages may go to this instance's contact now, else when they may."""
+    """``now`` if proactive messages may go to this instance's contact now, else when they
+    may; ``places``: the contacts' addresses and zones read for a batch (:func:`places_of`)."""
     window = window_of(instance, config)
-    compliance = config.settings.compliance
-    if window is None and not (compliance.legal_hours or compliance.holidays):
+    if window is None and not needs_place(config):
         return now  # no window, no rules: no need to read the contact
-    address, timezone = contact_rows.place_facts(session, instance.contact_id)
+    if places is None or instance.contact_id not in places:
+        places = contact_rows.place_facts(session, [instance.contact_id])
+    address, timezone = places[instance.contact_id]
     return opens(hold_for(window, address, timezone, config), now)
+
+
+def needs_place(config: Config) -> bool:
+    compliance = config.settings.compliance
+    return compliance.legal_hours or compliance.holidays
+
+
+def places_of(
+    session: Session, instances: Sequence[InstanceFields | Row[Any]], config: Config
+) -> dict[int, tuple[str, str | None]]:
+    """The places of a batch's contacts in one query (none when no rule reads them)."""
+    if not instances or not (needs_place(config) or config.settings.defaults.window):
+        return {}
+    return contact_rows.place_facts(session, {i.contact_id for i in instances})
 
 
 @cache
