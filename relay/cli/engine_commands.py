@@ -165,7 +165,9 @@ def doctor(
 
 def _doctor_email(relay: Any, json_out: bool) -> None:
     """``relay doctor --email``: what mail providers check (see docs/compliance.md)."""
-    checks = relay.check_email()
+    from relay.api import check_email
+
+    checks = check_email(relay)
     failed = [c for c in checks if not c.ok]
     if json_out:
         render.emit_json({"ok": not failed, "checks": [c.to_json() for c in checks]})

@@ -72,8 +72,10 @@ def org_domain(domain: str) -> str:
     return ".".join(labels[-2:])
 
 
-def check_channels(runtime: Runtime, resolver: Resolver | None = None) -> list[MailCheck]:
-    """Every email channel's SPF, DKIM, DMARC alignment and one-click unsubscribe."""
+def check_email(runtime: Runtime, resolver: Resolver | None = None) -> list[MailCheck]:
+    """Every email channel's SPF, DKIM, DMARC alignment and one-click unsubscribe
+    (``relay doctor --email``): ``relay.api.check_email(relay)``; ``resolver``: TXT
+    lookups (default: dnspython)."""
     from relay.engine.backends import channels_of_type
 
     config = runtime.config

@@ -78,9 +78,11 @@ def _addresses(session: Session, runtime: Runtime, contact: str) -> tuple[str, A
     return address, person, [address, *person_rows.alias_addresses(session, person.id)]
 
 
-def export_contact(runtime: Runtime, contact: str, *, actor: str) -> dict[str, Any]:
+def export_contact(runtime: Runtime, contact: str) -> dict[str, Any]:
     """Everything held about ``contact`` as one JSON document (schema:
-    relay/schemas/contact-export.json); the export itself is audited."""
+    relay/schemas/contact-export.json); the export itself is audited.
+    ``Relay.export_contact``, ``relay contact export``."""
+    actor = _actor(runtime)
     with runtime.store.transaction() as session:
         address, person, addresses = _addresses(session, runtime, contact)
         if person is None:
@@ -97,8 +99,10 @@ def export_contact(runtime: Runtime, contact: str, *, actor: str) -> dict[str, A
     }
 
 
-def erase_contact(runtime: Runtime, contact: str, *, actor: str) -> Erasure:
-    """Delete everything about ``contact`` (one transaction) and suppress its addresses."""
+def erase_contact(runtime: Runtime, contact: str) -> Erasure:
+    """Delete everything about ``contact`` (one transaction) and suppress its addresses
+    (``Relay.erase_contact``, ``relay contact erase``)."""
+    actor = _actor(runtime)
     key = _key(runtime, needed=True)
     assert key is not None
     with runtime.store.transaction() as session:
@@ -154,6 +158,13 @@ def erased_among(session: Session, runtime: Runtime, addresses: list[str]) -> di
         name = runtime.config.settings.compliance.erasure_key_env
         raise ConfigError(f"{name} is not the key the store's erasures were made with: restore it")
     return {hashes[h]: at for h, at in found.items()}
+
+
+def _actor(runtime: Runtime) -> str:
+    """Who runs the command, for the audit log: the relay's actor, else the OS user."""
+    from relay.engine.runtime import os_user
+
+    return getattr(runtime, "actor", None) or os_user()
 
 
 def _iso(moment: datetime | None) -> str | None:

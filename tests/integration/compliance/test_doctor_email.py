@@ -32,7 +32,9 @@ def _results(relay: Any, records: dict[str, list[str]]) -> dict[str, tuple[bool,
         looked.append(name)
         return records.get(name, [])
 
-    checks = relay.check_email(txt)
+    from relay.api import check_email
+
+    checks = check_email(relay, txt)
     assert looked  # the test's resolver, never the network
     document = {"schema_version": 1, "ok": all(c.ok for c in checks)}
     schemas.validator("doctor-email").validate(
