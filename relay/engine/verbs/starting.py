@@ -71,8 +71,7 @@ def start(
     approval: str | None = None,
     consent: str | None = None,
 ) -> InstanceView:
-    """Create an instance: CREATED, or QUEUED behind the contact's live one (the
-    options are :func:`prepare`'s), and run its first turn unless ``defer``."""
+    """CREATED, or QUEUED behind a live one (options: prepare's); first turn unless ``defer``."""
     spec = prepare(
         rt,
         contact,
