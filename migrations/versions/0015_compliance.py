@@ -9,7 +9,7 @@
   the store holding the address.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0012
 Create Date: 2026-11-26 02:00:00
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

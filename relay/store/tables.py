@@ -169,6 +169,10 @@ instances = Table(
     # command (~50 ms).
     Index(FUNNEL_INDEX, *FUNNEL_COLUMNS),
     *(Index(name, *columns) for name, columns in REPLY_INDEXES.items()),
+    # The console's list by last change, all and within a campaign (issue 29;
+    # migration 0012 makes the campaign's partial, as above).
+    Index("ix_instances_updated_at_seq", "updated_at", "seq"),
+    Index("ix_instances_campaign_updated_at_seq", "campaign", "updated_at", "seq"),
 )
 
 todos = Table(
