@@ -40,6 +40,8 @@ class Contact(Base):
     fields: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    consent: Mapped[str | None]
+    consent_at: Mapped[datetime | None]
 
 
 class Instance(Base):
@@ -203,6 +205,14 @@ class InboundReject(Base):
     provider_message_id: Mapped[str | None]
     error: Mapped[str]
     created_at: Mapped[datetime]
+
+
+class Erasure(Base):
+    __table__ = tables.erasures
+
+    address_hash: Mapped[str]
+    key_id: Mapped[str]
+    erased_at: Mapped[datetime]
 
 
 class Daemon(Base):

@@ -81,6 +81,10 @@ contacts = Table(
     Column("fields", JSON),
     Column("created_at", TIME, nullable=False),
     Column("updated_at", TIME, nullable=False),
+    # Where and when the contact consented, as the operator wrote it ("web form
+    # 2026-03-01"), and when relay recorded it (0015; see docs/compliance.md).
+    Column("consent", Text),
+    Column("consent_at", TIME),
 )
 
 instances = Table(
@@ -329,6 +333,17 @@ inbound_rejects = Table(
     Column("provider_message_id", String(255)),
     Column("error", Text, nullable=False),
     Column("created_at", TIME, nullable=False),
+)
+
+#: What is left of an erased contact (``relay contact erase``): a keyed hash of
+#: each address (:mod:`relay.core.suppression`), so the address is refused ever
+#: after without the store holding it; ``key_id`` names the key that made it.
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("address_hash", String(64), primary_key=True),
+    Column("key_id", String(16), nullable=False),
+    Column("erased_at", TIME, nullable=False),
 )
 
 daemons = Table(
