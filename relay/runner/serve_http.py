@@ -18,9 +18,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
+from relay.runner.serve_writer import PushWriter
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
@@ -40,13 +42,14 @@ class Refused(Exception):
 
 
 class Endpoint:
-    """The handlers, over one :class:`Relay` (its store's connection pool is shared
-    by the worker threads that run ``ingest``)."""
+    """The handlers, over one :class:`Relay`: what a request brings is stored by
+    the one :class:`PushWriter` and taken into the transcript by the daemon."""
 
     def __init__(self, relay: Relay, max_body: int = MAX_BODY) -> None:
         self.relay = relay
         self.max_body = max_body
         self.channels = Channels(relay)
+        self.writer = PushWriter(relay.store)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -73,7 +76,17 @@ class Endpoint:
         except RelayError as exc:
             raise Refused(500, f"channel {name}: {exc.message}") from None
 
+    async def push(self, name: str, incoming: Incoming) -> None:
+        """Store what arrived for the daemon (:mod:`relay.runner.serve_writer`);
+        returns once it is committed."""
+        now = time.time()
+        messages = [with_content_id(item, now) for item in incoming.messages]
+        text = pushed.dumps(replace(incoming, messages=messages))
+        await self.writer.store_push(name, text, self.relay.now())
+
     async def ingest(self, name: str, incoming: Incoming) -> None:
+        """Store and apply what arrived at once, in a worker thread (one-click
+        unsubscribe, answered only once the contact is opted out)."""
         messages = [with_content_id(item, time.time()) for item in incoming.messages]
         await run_in_threadpool(self.relay.ingest, name, replace(incoming, messages=messages))
 

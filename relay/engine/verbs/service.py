@@ -35,6 +35,8 @@ from relay.store.opening import open_store
 # classes) is imported by the verbs that use it: a read command (list, show,
 # status) loads none of it and reads Core rows.
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from relay.channels.base import Incoming
     from relay.engine.contacts.bounce_marks import SoftBounces
     from relay.engine.inbound import ingest as inbound
@@ -273,7 +275,12 @@ class Relay(Starting, ContactVerbs, Lookups):
             return MessageView.build(message, address.value)
 
     def ingest(
-        self, channel: str, incoming: Incoming, *, read_from: str | object | None = UNREAD
+        self,
+        channel: str,
+        incoming: Incoming,
+        *,
+        read_from: str | object | None = UNREAD,
+        taking: Callable[[Session], None] | None = None,
     ) -> inbound.IngestReport:
         """Store what a channel brought in (messages, receipts) in one transaction.
 
@@ -281,12 +288,14 @@ class Relay(Starting, ContactVerbs, Lookups):
         position (``incoming.cursor``) is stored in the same transaction, so what
         was read is either all stored with the position after it, or not at all
         and read again. A pushed request (``relay serve``) passes no position.
+        ``taking``: run first in the same transaction (the daemon deletes the
+        stored pushes it ingests there, so each is taken once).
         """
         from relay.store import failures
 
         try:
             return failures.retry_conflicts(
-                lambda: self._ingest(channel, incoming, read_from, careful=False)
+                lambda: self._ingest(channel, incoming, read_from, taking, careful=False)
             )
         except Exception as exc:
             if failures.is_transient(exc):
@@ -295,15 +304,23 @@ class Relay(Starting, ContactVerbs, Lookups):
             # the position): store them one by one, that one kept aside.
             log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
             return failures.retry_conflicts(
-                lambda: self._ingest(channel, incoming, read_from, careful=True)
+                lambda: self._ingest(channel, incoming, read_from, taking, careful=True)
             )
 
     def _ingest(
-        self, channel: str, incoming: Incoming, read_from: str | object | None, *, careful: bool
+        self,
+        channel: str,
+        incoming: Incoming,
+        read_from: str | object | None,
+        taking: Callable[[Session], None] | None,
+        *,
+        careful: bool,
     ) -> inbound.IngestReport:
         from relay.engine.inbound import ingest as inbound
 
         with self.store.transaction() as session:
+            if taking is not None:
+                taking(session)
             arrivals.lock_channel(session, channel)
             now = self.now()
             report = inbound.ingest(
