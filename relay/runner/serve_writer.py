@@ -15,13 +15,21 @@ app answers 503 + Retry-After for an outage, as before); one that is not
 transient (nothing a push stores should cause one: its text is ASCII JSON) is
 retried row by row, so that one bad row fails only its own request.
 
-The thread starts with the first request and ends after :data:`IDLE_SECONDS`
+On SQLite one thread writes: the file has one write lock, so a second writer
+would only wait for it. On PostgreSQL, where a commit waits for the WAL to
+reach the disk and INSERTs into ``pushes`` never wait on each other,
+:data:`PG_WRITERS` threads each commit a batch at once, so a commit's flush
+does not hold back the requests that arrive meanwhile; there a batch is one
+INSERT on an autocommit connection: one round trip, no BEGIN or COMMIT.
+
+The threads start with the first request and end after :data:`IDLE_SECONDS`
 without one (an app built by a test leaves no thread behind for long).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -30,14 +38,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from relay.store.database import Store
 
 log = logging.getLogger("relay.serve")
 
 #: The most rows one transaction takes.
 MAX_BATCH = 500
-#: Seconds the writer waits for a request before its thread ends.
+#: Seconds a writer waits for a request before its thread ends.
 IDLE_SECONDS = 5.0
+#: Writer threads on PostgreSQL (on SQLite: one).
+PG_WRITERS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +76,9 @@ class PushWriter:
         self.store = store
         self.queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
         self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
+        self.writers = 1 if store.writers_serialised else PG_WRITERS
+        self.running = 0
+        self.local = threading.local()
 
     async def store_push(self, channel: str, incoming: str, received_at: datetime) -> None:
         """Return once the row is committed; raise what the database raised if not."""
@@ -77,10 +91,11 @@ class PushWriter:
 
     def _ensure_running(self) -> None:
         with self.lock:
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, name="relay-serve-writer")
-                self.thread.daemon = True
-                self.thread.start()
+            while self.running < self.writers:
+                thread = threading.Thread(target=self._run, name="relay-serve-writer")
+                thread.daemon = True
+                thread.start()
+                self.running += 1
 
     def _run(self) -> None:
         while True:
@@ -89,7 +104,8 @@ class PushWriter:
             except queue.Empty:
                 with self.lock:
                     if self.queue.empty():
-                        self.thread = None
+                        self.running -= 1
+                        self._close()
                         return
                 continue
             batch = [first]
@@ -121,5 +137,27 @@ class PushWriter:
         from relay.store import fast_writes
         from relay.store.tables import pushes
 
-        with self.store.transaction() as session:
-            fast_writes.insert_rows(session, pushes, [pending.row for pending in batch])
+        connection = self._connection()
+        try:
+            with connection.begin():
+                fast_writes.insert_rows_on(connection, pushes, [pending.row for pending in batch])
+        except Exception:
+            self._close()
+            raise
+
+    def _connection(self) -> Connection:
+        """This thread's connection, kept from batch to batch (autocommit on PostgreSQL)."""
+        connection: Connection | None = getattr(self.local, "connection", None)
+        if connection is None:
+            connection = self.store.engine.connect()
+            if not self.store.writers_serialised:
+                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            self.local.connection = connection
+        return connection
+
+    def _close(self) -> None:
+        connection: Connection | None = getattr(self.local, "connection", None)
+        self.local.connection = None
+        if connection is not None:
+            with contextlib.suppress(Exception):  # the database may be away: it is dropped
+                connection.close()
