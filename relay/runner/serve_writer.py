@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import DBAPIError
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
@@ -137,13 +139,22 @@ class PushWriter:
         from relay.store import fast_writes
         from relay.store.tables import pushes
 
-        connection = self._connection()
-        try:
-            with connection.begin():
-                fast_writes.insert_rows_on(connection, pushes, [pending.row for pending in batch])
-        except Exception:
-            self._close()
-            raise
+        rows = [pending.row for pending in batch]
+        for attempt in (1, 2):
+            connection = self._connection()
+            try:
+                with connection.begin():
+                    fast_writes.insert_rows_on(connection, pushes, rows)
+                return
+            except DBAPIError as exc:
+                self._close()
+                # The kept connection died (a restart, an idle timeout): a new one is
+                # tried at once, as the pool's pre-ping does for a checked-out one.
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+            except Exception:
+                self._close()
+                raise
 
     def _connection(self) -> Connection:
         """This thread's connection, kept from batch to batch (autocommit on PostgreSQL)."""
