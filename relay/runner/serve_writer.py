@@ -29,7 +29,6 @@ without one (an app built by a test leaves no thread behind for long).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import queue
 import threading
@@ -37,11 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.exc import DBAPIError
-
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
-
     from relay.store.database import Store
 
 log = logging.getLogger("relay.serve")
@@ -136,39 +131,15 @@ class PushWriter:
             pending.settle(None)
 
     def _insert(self, batch: list[_Pending]) -> None:
-        from relay.store import fast_writes
-        from relay.store.tables import pushes
+        from relay.store.pushes import Appender
 
-        rows = [pending.row for pending in batch]
-        for attempt in (1, 2):
-            connection = self._connection()
-            try:
-                with connection.begin():
-                    fast_writes.insert_rows_on(connection, pushes, rows)
-                return
-            except DBAPIError as exc:
-                self._close()
-                # The kept connection died (a restart, an idle timeout): a new one is
-                # tried at once, as the pool's pre-ping does for a checked-out one.
-                if attempt == 2 or not exc.connection_invalidated:
-                    raise
-            except Exception:
-                self._close()
-                raise
-
-    def _connection(self) -> Connection:
-        """This thread's connection, kept from batch to batch (autocommit on PostgreSQL)."""
-        connection: Connection | None = getattr(self.local, "connection", None)
-        if connection is None:
-            connection = self.store.engine.connect()
-            if not self.store.writers_serialised:
-                connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-            self.local.connection = connection
-        return connection
+        appender: Appender | None = getattr(self.local, "appender", None)
+        if appender is None:
+            appender = self.local.appender = Appender(self.store)
+        appender.append([pending.row for pending in batch])
 
     def _close(self) -> None:
-        connection: Connection | None = getattr(self.local, "connection", None)
-        self.local.connection = None
-        if connection is not None:
-            with contextlib.suppress(Exception):  # the database may be away: it is dropped
-                connection.close()
+        appender = getattr(self.local, "appender", None)
+        self.local.appender = None
+        if appender is not None:
+            appender.close()
