@@ -9,7 +9,9 @@ connections, round after round, the two alternated (which one goes first
 alternates too), so a busy moment on a shared machine hits both alike.
 
 Prints, per round and as medians: requests/s of each and their ratio, each
-server's CPU per request (user + system of its process, from /proc), latency
+server's CPU per request (user + system of its process, from /proc) and their
+ratio (the bare app's over relay's: the rate ratio when each server has a core
+of its own, steadier than the wall-clock one on a shared machine), latency
 p50/p99; then the webhooks relay stored (rows in ``pushes``) against the
 requests it acknowledged (200), and with ``--take`` the inbound messages the
 daemon's pass (``relay tick``) made of them.
@@ -230,12 +232,18 @@ def measure(bench: Bench, total: int, clients: int, rounds: int, take: bool) -> 
     reader = ReadOnly(bench.url)
     stored = int(reader.scalar("SELECT count(*) FROM pushes"))
     reader.close()
+    pairs = (results["relay"], results["bare"])
     figures: dict[str, Any] = {
         "requests_per_round": total,
         "clients": clients,
         "rounds": rounds,
         "ratio_median": median(
             [r["rate"] / b["rate"] for r, b in zip(*results.values(), strict=True)]
+        ),
+        # What the rate ratio is when each server has a core to itself: the bare
+        # app's CPU per request over relay's (steadier on a shared machine).
+        "cpu_ratio_median": median(
+            [b["cpu_ms"] / r["cpu_ms"] for r, b in zip(*pairs, strict=True)]
         ),
         "relay_rate_median": median([r["rate"] for r in results["relay"]]),
         "bare_rate_median": median([b["rate"] for b in results["bare"]]),
@@ -279,7 +287,8 @@ def main() -> None:
     f = figures
     table = [
         ("backend", f["backend"]),
-        ("relay serve / bare Starlette (median)", f"{f['ratio_median']:.2f}x"),
+        ("relay serve / bare Starlette, requests/s (median)", f"{f['ratio_median']:.2f}x"),
+        ("the same by CPU per request (bare's / relay's)", f"{f['cpu_ratio_median']:.2f}x"),
         ("requests/s relay / bare", f"{f['relay_rate_median']:.0f} / {f['bare_rate_median']:.0f}"),
         (
             "server CPU per request relay / bare",

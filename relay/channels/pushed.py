@@ -41,18 +41,24 @@ def loads(text: str) -> Incoming:
     )
 
 
+#: Each class's fields and their defaults (``fields()`` costs more than the rest).
+_FIELDS = {
+    cls: tuple((field.name, field.default) for field in fields(cls)) for cls in (Inbound, Receipt)
+}
+
+
 def _plain(item: Inbound | Receipt) -> dict[str, Any]:
     """The fields that differ from their defaults, times as ISO text."""
     out: dict[str, Any] = {}
-    for field in fields(item):
-        value = getattr(item, field.name)
-        if value == field.default:
+    for name, default in _FIELDS[type(item)]:
+        value = getattr(item, name)
+        if value == default:
             continue
         if isinstance(value, datetime):
             value = value.isoformat()
         elif isinstance(value, tuple):
             value = list(value)
-        out[field.name] = value
+        out[name] = value
     return out
 
 

@@ -55,17 +55,25 @@ class _Pending:
     loop: asyncio.AbstractEventLoop
     done: asyncio.Future[None]
 
-    def settle(self, error: BaseException | None) -> None:
-        self.loop.call_soon_threadsafe(_settle, self.done, error)
+
+def _answer(batch: list[_Pending], error: BaseException | None) -> None:
+    """Settle the batch's futures, one hand-off to each event loop (not one per
+    request: each wakes the loop with a write to its self-pipe)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for pending in batch:
+        by_loop.setdefault(pending.loop, []).append(pending.done)
+    for loop, futures in by_loop.items():
+        loop.call_soon_threadsafe(_settle, futures, error)
 
 
-def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
-    if done.cancelled():
-        return  # the client went away; the row is stored (or not) all the same
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(error)
+def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    for done in futures:
+        if done.cancelled():
+            continue  # the client went away; the row is stored (or not) all the same
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
 
 
 class PushWriter:
@@ -120,15 +128,13 @@ class PushWriter:
             self._insert(batch)
         except Exception as exc:
             if failures.is_transient(exc) or len(batch) == 1:
-                for pending in batch:
-                    pending.settle(exc)
+                _answer(batch, exc)
                 return
             log.warning("storing %d pushes one by one after %s", len(batch), failures.kind(exc))
             for pending in batch:
                 self._write([pending])
             return
-        for pending in batch:
-            pending.settle(None)
+        _answer(batch, None)
 
     def _insert(self, batch: list[_Pending]) -> None:
         from relay.store.pushes import Appender
