@@ -14,7 +14,8 @@ ratio (the bare app's over relay's: the rate ratio when each server has a core
 of its own, steadier than the wall-clock one on a shared machine), latency
 p50/p99; then the webhooks relay stored (rows in ``pushes``) against the
 requests it acknowledged (200), and with ``--take`` the inbound messages the
-daemon's pass (``relay tick``) made of them.
+daemon's intake (``relay.runner.push_intake``, in this process) made of them
+and its CPU per push.
 
     python bench/serve_inbound.py [--requests N] [--clients C] [--rounds R]
                                   [--url postgresql://...] [--take] [--json]
@@ -257,10 +258,14 @@ def measure(bench: Bench, total: int, clients: int, rounds: int, take: bool) -> 
         "stored": stored,
     }
     if take:
-        tick = [*command[:-1], "tick", "--json"]
-        began = time.perf_counter()
-        subprocess.run(tick, cwd=bench.folder, env=env, check=True, stdout=subprocess.DEVNULL)
+        from relay.runner.push_intake import take_all
+
+        relay_api = bench.relay(**{"channels.sms.type": "sms", "channels.sms.from": "+15550001111"})
+        began, cpu = time.perf_counter(), time.process_time()
+        take_all(relay_api, 500)
         figures["take_seconds"] = time.perf_counter() - began
+        figures["take_cpu_ms_per_push"] = (time.process_time() - cpu) * 1000 / stored
+        relay_api.store.dispose()
         reader = ReadOnly(bench.url)
         figures["inbound_messages"] = int(
             reader.scalar("SELECT count(*) FROM messages WHERE direction = 'inbound'")
@@ -276,7 +281,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--url", default=None, help="a PostgreSQL server URL (default SQLite)")
-    parser.add_argument("--take", action="store_true", help="then run the daemon's pass on them")
+    parser.add_argument("--take", action="store_true", help="then take them in as the daemon does")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     before = machine()
@@ -304,8 +309,9 @@ def main() -> None:
     if args.take:
         table.append(
             (
-                "taken by relay tick: inbound messages / pushes left",
-                f"{f['inbound_messages']} / {f['pushes_left']} in {f['take_seconds']:.1f} s",
+                "taken in: inbound messages / pushes left",
+                f"{f['inbound_messages']} / {f['pushes_left']} in {f['take_seconds']:.1f} s, "
+                f"{f['take_cpu_ms_per_push']:.2f} ms CPU each",
             )
         )
     table += [("machine before", before), ("machine after", f["machine_after"])]

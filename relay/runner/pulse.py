@@ -20,7 +20,7 @@ from relay.engine.conversation import heartbeat
 from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
 from relay.engine.turns.runner import TurnOutcome, TurnRunner
 from relay.engine.verbs.notify import notify_due
-from relay.runner.push_intake import take_all
+from relay.runner.push_intake import take_pushes
 
 if TYPE_CHECKING:
     from relay.engine.verbs.service import Relay
@@ -107,7 +107,9 @@ class Pulse:
         a stopping daemon finishes the turn in progress and claims nothing more."""
         report = PulseReport()
         # What was pushed goes first: a STOP among it is honoured before any send.
-        report.pushed = take_all(self.relay, self.batch)
+        # One batch a pass, so that a flood of webhooks and the due follow-ups
+        # take turns (the daemon runs the next pass at once while pushes wait).
+        report.pushed = take_pushes(self.relay, self.batch)
         if poll:
             report.polled = self.poll(report)
         report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)

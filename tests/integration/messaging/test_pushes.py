@@ -17,7 +17,7 @@ from relay.core.values import DeliveryStatus, InboundKind
 from relay.runner.pulse import Pulse
 from relay.runner.push_intake import take_all, take_pushes
 from relay.runner.serve_writer import PushWriter
-from relay.store import failures, pushes
+from relay.store import claims, failures, pushes
 from relay.store.tables import inbound_rejects, messages
 from relay.store.tables import pushes as pushes_table
 
@@ -72,6 +72,8 @@ def test_a_pulse_takes_the_pushes_in_once(make_relay: Any, db_url: str, clock: A
         rows = [{"channel": "sms", "incoming": reply(n % 3), "received_at": clock.now()}
                 for n in range(5)]  # fmt: skip
         session.execute(insert(pushes_table), rows)
+    with relay.store.read_transaction() as session:  # the daemon pulses at once for it
+        assert claims.next_due(session, clock.now()) == clock.now()
     report = Pulse(relay, "test").run()
     assert report.pushed == 5 and not report.idle
     assert count(relay, pushes_table) == 0
