@@ -66,6 +66,25 @@ def test_every_acknowledged_push_is_stored(make_relay: Any, db_url: str) -> None
     assert texts == {f"reply {n}" for n in range(61)}
 
 
+def test_a_row_the_database_refuses_fails_its_request_alone(make_relay: Any, db_url: str) -> None:
+    """A batch the database refuses for its data is written again row by row: only
+    the bad row's request fails (the app answers it 500), the others are stored."""
+    relay = make_relay(db_url)
+    writer = PushWriter(relay.store)
+    now = datetime.now(UTC)
+
+    async def burst() -> list[Any]:
+        calls = [writer.store_push("sms", reply(n), now) for n in range(5)]
+        calls.insert(2, writer.store_push("sms", reply(99), None))  # type: ignore[arg-type]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = asyncio.run(burst())
+    failed = [o for o in outcomes if isinstance(o, Exception)]
+    assert len(failed) == 1 and not failures.is_transient(failed[0])
+    assert outcomes.index(failed[0]) == 2
+    assert count(relay, pushes_table) == 5
+
+
 def test_a_pulse_takes_the_pushes_in_once(make_relay: Any, db_url: str, clock: Any) -> None:
     relay = make_relay(db_url, clock)
     with relay.store.transaction() as session:
