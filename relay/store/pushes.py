@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -60,6 +61,13 @@ class Appender:
                 connection = connection.execution_options(isolation_level="AUTOCOMMIT")
             self.connection = connection
         return self.connection
+
+
+def backlog(session: Session) -> tuple[int, datetime | None]:
+    """(how many pushes wait, when the oldest was received)."""
+    count = session.scalar(select(func.count()).select_from(pushes)) or 0
+    oldest = session.scalar(select(pushes.c.received_at).order_by(pushes.c.id).limit(1))
+    return int(count), oldest
 
 
 def waiting(session: Session, limit: int) -> Sequence[tuple[int, str, str]]:

@@ -14,6 +14,7 @@ from sqlalchemy import func, insert, select
 from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.values import DeliveryStatus, InboundKind
+from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse
 from relay.runner.push_intake import take_all, take_pushes
 from relay.runner.serve_writer import PushWriter
@@ -129,3 +130,16 @@ def test_an_unreadable_push_is_kept_aside_and_the_rest_taken(make_relay: Any, db
     assert count(relay, pushes_table) == 0
     assert count(relay, messages) == 2
     assert count(relay, inbound_rejects) == 2
+
+
+def test_pushes_no_daemon_takes_are_a_notice(make_relay: Any, db_url: str, clock: Any) -> None:
+    relay = make_relay(db_url, clock)
+    with relay.store.transaction() as session:
+        row = {"channel": "sms", "incoming": reply(1), "received_at": clock.now()}
+        session.execute(insert(pushes_table), [row])
+    assert not [n for n in notices(relay) if "webhook" in n.problem]
+    clock.advance(timedelta(minutes=3))
+    [notice] = [n for n in notices(relay) if "webhook" in n.problem]
+    assert notice.problem.startswith("1 webhook(s) stored by relay serve wait for a daemon")
+    Pulse(relay, "test").run()
+    assert not [n for n in notices(relay) if "webhook" in n.problem]
