@@ -80,9 +80,13 @@ def waiting(session: Session, limit: int) -> Sequence[tuple[int, str, str]]:
 
 def take(session: Session, ids: Sequence[int]) -> None:
     """Delete the pushes ``ids`` in the caller's transaction; :class:`failures.Taken`
-    when another daemon took any of them first (its transaction then ingested them:
-    this one must roll back). On PostgreSQL the DELETE waits for the other's commit
-    and then finds nothing."""
-    deleted = affected(session.execute(delete(pushes).where(pushes.c.id.in_(ids))))
+    when another daemon has taken any of them (its transaction ingests them: this
+    one must roll back). On PostgreSQL rows another transaction holds are skipped,
+    not waited for: a daemon never stalls its pass behind another's intake."""
+    chosen: Any = pushes.c.id.in_(ids)
+    if session.get_bind().dialect.name == "postgresql":
+        free = select(pushes.c.id).where(chosen).with_for_update(skip_locked=True)
+        chosen = pushes.c.id.in_(free.scalar_subquery())
+    deleted = affected(session.execute(delete(pushes).where(chosen)))
     if deleted != len(ids):
         raise failures.Taken(f"{len(ids) - deleted} push(es) taken by another process")

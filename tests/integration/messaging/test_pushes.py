@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, text
 
 from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt
@@ -143,3 +143,26 @@ def test_pushes_no_daemon_takes_are_a_notice(make_relay: Any, db_url: str, clock
     assert notice.problem.startswith("1 webhook(s) stored by relay serve wait for a daemon")
     Pulse(relay, "test").run()
     assert not [n for n in notices(relay) if "webhook" in n.problem]
+
+
+def test_a_push_another_daemon_holds_is_skipped_not_waited_for(
+    make_relay: Any, db_url: str
+) -> None:
+    """PostgreSQL: a row another daemon's intake has locked (its transaction still
+    open) makes this one give up at once rather than wait for that commit."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite has one writer at a time: nothing to skip")
+    relay = make_relay(db_url)
+    with relay.store.transaction() as session:
+        row = {"channel": "sms", "incoming": reply(1), "received_at": datetime.now(UTC)}
+        session.execute(insert(pushes_table), [row, row])
+    with relay.store.read_transaction() as session:
+        ids = [row[0] for row in pushes.waiting(session, 10)]
+    with relay.store.engine.connect() as other:
+        held = select(pushes_table.c.id).where(pushes_table.c.id == ids[0])
+        other.execute(held.with_for_update())
+        with pytest.raises(failures.Taken), relay.store.transaction() as session:
+            session.execute(text("SET LOCAL lock_timeout = '2s'"))  # a wait fails otherwise
+            pushes.take(session, ids)
+        other.rollback()
+    assert count(relay, pushes_table) == 2
