@@ -3,8 +3,8 @@
 Each verified request hands its row (channel, the :class:`Incoming` as JSON,
 the time) to a queue and waits; one thread owns the writing, takes every row
 queued meanwhile and INSERTs them in one transaction
-(:func:`relay.store.fast_writes.insert_rows`), then answers each request only
-after that commit. So a request is acknowledged only once it is stored; the
+(:class:`relay.store.pushes.Appender`), then answers each request only after
+that commit. So a request is acknowledged only once it is stored; the
 server's requests never wait on each other's database locks (on SQLite every
 ``BEGIN IMMEDIATE`` of the thread pool queued on the file's one write lock);
 and a burst costs one commit per batch, not one per request. At low load a
@@ -63,7 +63,10 @@ def _answer(batch: list[_Pending], error: BaseException | None) -> None:
     for pending in batch:
         by_loop.setdefault(pending.loop, []).append(pending.done)
     for loop, futures in by_loop.items():
-        loop.call_soon_threadsafe(_settle, futures, error)
+        try:
+            loop.call_soon_threadsafe(_settle, futures, error)
+        except RuntimeError:  # that loop is closed: nobody waits for these answers
+            log.debug("%d push(es) answered to a closed event loop", len(futures))
 
 
 def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
