@@ -39,10 +39,12 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    from relay.core.errors import RelayError
+
     waiting = op.get_bind().execute(sa.text("SELECT count(*) FROM pushes")).scalar()
     if waiting:
-        raise RuntimeError(
-            f"{waiting} pushed webhook(s) not yet taken by the daemon: run `relay tick` "
-            "(or the daemon) before downgrading"
+        raise RelayError(
+            f"{waiting} webhook(s) stored by relay serve are not yet taken in: stop relay "
+            "serve, run relay tick until none is left, then downgrade"
         )
     op.drop_table("pushes")

@@ -166,3 +166,27 @@ def test_a_push_another_daemon_holds_is_skipped_not_waited_for(
             pushes.take(session, ids)
         other.rollback()
     assert count(relay, pushes_table) == 2
+
+
+def test_a_downgrade_with_pushes_waiting_is_refused(make_relay: Any, db_url: str) -> None:
+    from alembic.script import ScriptDirectory
+
+    from relay.core.errors import RelayError
+    from relay.store import migrate
+    from relay.store.database import HEAD_REVISION
+
+    relay = make_relay(db_url)
+    with relay.store.transaction() as session:
+        row = {"channel": "sms", "incoming": reply(1), "received_at": datetime.now(UTC)}
+        session.execute(insert(pushes_table), [row])
+    script = ScriptDirectory.from_config(migrate.alembic_config(relay.store))
+    [adding] = [r for r in script.walk_revisions() if r.path.endswith("_pushes.py")]
+    before = adding.down_revision
+    assert isinstance(before, str)
+    with pytest.raises(RelayError, match="1 webhook"):
+        migrate.downgrade(relay.store, before)
+    assert relay.store.revision() == HEAD_REVISION and count(relay, pushes_table) == 1
+    take_all(relay, 10)
+    migrate.downgrade(relay.store, before)
+    assert relay.store.revision() == before
+    migrate.upgrade(relay.store, "head")
