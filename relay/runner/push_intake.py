@@ -1,7 +1,7 @@
 """The daemon's side of ``relay serve``: what the server stored as it came
 (:mod:`relay.runner.serve_writer`) becomes transcript rows, opt-outs and
-receipts here, by the same :meth:`Relay.ingest` a poll uses, the pushes deleted
-in that transaction. A push whose JSON cannot be read is kept aside as a
+receipts here, by the same :func:`relay.engine.verbs.incoming.ingest` a poll
+uses, the pushes deleted in that transaction. A push whose JSON cannot be read is kept aside as a
 rejected arrival (``relay inbox --kind rejected``), never left to block the rest.
 """
 
@@ -13,15 +13,16 @@ from typing import TYPE_CHECKING
 
 from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt, Rejected
+from relay.engine.verbs import incoming
 from relay.store import failures, pushes
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.daemon")
 
 
-def take_pushes(relay: Relay, limit: int) -> int:
+def take_pushes(relay: Runtime, limit: int) -> int:
     """Ingest up to ``limit`` stored pushes, oldest first, one transaction per
     channel; how many were taken (by this process)."""
     with relay.store.read_transaction() as session:
@@ -33,7 +34,8 @@ def take_pushes(relay: Relay, limit: int) -> int:
     for channel, items in by_channel.items():
         ids = [push_id for push_id, _ in items]
         try:
-            relay.ingest(channel, _merged(items), taking=partial(pushes.take, ids=ids))
+            taking = partial(pushes.take, ids=ids)
+            incoming.ingest(relay, channel, _merged(items), taking=taking)
         except failures.Taken:
             log.debug("pushes on %s taken by another daemon", channel)
             continue
@@ -41,7 +43,7 @@ def take_pushes(relay: Relay, limit: int) -> int:
     return taken
 
 
-def take_all(relay: Relay, limit: int) -> int:
+def take_all(relay: Runtime, limit: int) -> int:
     """Take batches of ``limit`` until none is left; how many were taken."""
     total = 0
     while True:

@@ -22,10 +22,11 @@ from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
+from relay.engine.verbs import incoming as incoming_verbs
 from relay.runner.serve_writer import PushWriter
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 MAX_BODY = 64 * 1024
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
@@ -42,10 +43,10 @@ class Refused(Exception):
 
 
 class Endpoint:
-    """The handlers, over one :class:`Relay`: what a request brings is stored by
+    """The handlers, over one one relay's runtime: what a request brings is stored by
     the one :class:`PushWriter` and taken into the transcript by the daemon."""
 
-    def __init__(self, relay: Relay, max_body: int = MAX_BODY) -> None:
+    def __init__(self, relay: Runtime, max_body: int = MAX_BODY) -> None:
         self.relay = relay
         self.max_body = max_body
         self.channels = Channels(relay)
@@ -88,7 +89,9 @@ class Endpoint:
         """Store and apply what arrived at once, in a worker thread (one-click
         unsubscribe, answered only once the contact is opted out)."""
         messages = [with_content_id(item, time.time()) for item in incoming.messages]
-        await run_in_threadpool(self.relay.ingest, name, replace(incoming, messages=messages))
+        await run_in_threadpool(
+            incoming_verbs.ingest, self.relay, name, replace(incoming, messages=messages)
+        )
 
 
 #: A pushed message without a provider id is recognised again within this window.

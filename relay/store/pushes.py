@@ -1,6 +1,6 @@
 """The pushes ``relay serve`` stores and the daemon takes: appended by the
 server's writers (:mod:`relay.runner.serve_writer`), read in order, and deleted
-by the transaction that ingests them (``Relay.ingest(taking=...)``)."""
+by the transaction that ingests them (``relay.engine.verbs.incoming.ingest(taking=...)``)."""
 
 from __future__ import annotations
 

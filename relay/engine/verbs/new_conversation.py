@@ -1,6 +1,6 @@
 """A new conversation, checked and normalised before anything is written.
 
-:meth:`relay.engine.verbs.starting.Starting.prepare` builds one for ``relay start``;
+:func:`relay.engine.verbs.starting.prepare` builds one for ``relay start``;
 ``relay import`` builds many and writes them in bulk (:mod:`relay.engine.verbs.bulk`),
 so the checks and the todo columns live here, once, for both.
 """
@@ -24,7 +24,7 @@ MAX_CAMPAIGN = 128
 
 @dataclass(frozen=True)
 class NewConversation:
-    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+    """A conversation to create, checked and normalised (:func:`.starting.prepare`)."""
 
     address: str
     objective: str

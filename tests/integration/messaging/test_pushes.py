@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from sqlalchemy import func, insert, select, text
 from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.values import DeliveryStatus, InboundKind
+from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse
 from relay.runner.push_intake import take_all, take_pushes
@@ -114,7 +116,8 @@ def test_pushes_another_daemon_took_are_not_taken_again(make_relay: Any, db_url:
         pushes.take(session, ids[:1])
     incoming = Incoming(messages=[Inbound(PHONE, "late", None, "SMlate")])
     with pytest.raises(failures.Taken):
-        relay.ingest("sms", incoming, taking=lambda session: pushes.take(session, ids))
+        take = partial(pushes.take, ids=ids)
+        incoming_verbs.ingest(relay, "sms", incoming, taking=take)
     assert count(relay, messages) == 0 and count(relay, pushes_table) == 2
     assert take_pushes(relay, 10) == 2 and count(relay, messages) == 2
 
