@@ -157,7 +157,7 @@ def prepare(
 
     defaults = rt.config.settings.defaults
     _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-    parsed = address_for(rt, contact)  # "Ana Lima <ana@x.com>": the name is the contact's
+    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
     channel = channel or defaults.channel
     return NewConversation(
