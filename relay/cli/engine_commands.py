@@ -47,6 +47,7 @@ def tick(
             ("abandoned", report.abandoned),
             ("held for window", report.deferred),
             ("inbound polled", report.polled),
+            ("inbound pushed", report.pushed),
             ("turns", len(report.turns)),
             ("delivered", d.sent),
             ("retrying", d.retried),

@@ -195,6 +195,18 @@ class SendSlot(Base):
     free_at_us: Mapped[int]
 
 
+class Push(Base):
+    """Mapped for completeness; written by ``relay serve``'s writer and read by
+    the daemon's intake below the ORM (:mod:`relay.store.pushes`)."""
+
+    __table__ = tables.pushes
+
+    id: Mapped[int]
+    channel: Mapped[str]
+    incoming: Mapped[str]
+    received_at: Mapped[datetime]
+
+
 class InboundReject(Base):
     __table__ = tables.inbound_rejects
 

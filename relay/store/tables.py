@@ -346,6 +346,21 @@ erasures = Table(
     Column("erased_at", TIME, nullable=False),
 )
 
+#: What a provider pushed to ``relay serve`` (an inbound message, a receipt),
+#: stored as it came by one INSERT before the request is answered; the daemon
+#: takes it from here into the transcript (routing, opt-outs, receipts) and
+#: deletes it in that same transaction. ``incoming``: the request's messages and
+#: receipts as JSON (:mod:`relay.channels.pushed`). No index but the key: the
+#: daemon reads it in id order and the server only appends.
+pushes = Table(
+    "pushes",
+    metadata,
+    Column("id", BIG_ID, primary_key=True, autoincrement=True),
+    Column("channel", String(64), nullable=False),
+    Column("incoming", Text, nullable=False),
+    Column("received_at", TIME, nullable=False),
+)
+
 daemons = Table(
     "daemons",
     metadata,
