@@ -125,6 +125,13 @@ ApprovalOption = Annotated[
         "before they go out (default: [agent] approval).",
     ),
 ]
+ConsentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--consent",
+        help='Where and when CONTACT consented ("web form 2026-03-01"); kept on the contact.',
+    ),
+]
 
 
 def start(
@@ -145,6 +152,7 @@ def start(
     template_var: TemplateVarOption = None,
     approval: ApprovalOption = None,
     fallback_after: FallbackAfterOption = None,
+    consent: ConsentOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -173,6 +181,7 @@ def start(
         template_variables=parse_meta(template_var or [], "--template-var"),
         approval=approval,
         fallback_after=fallback_after,
+        consent=consent,
     )
     instance_render.print_started(view, json_out=json_out)
 

@@ -264,10 +264,10 @@ def _env_without_relay() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
 
 
-def test_0014_gives_every_contact_its_own_address_row_and_back(empty_store: Store) -> None:
+def test_0017_gives_every_contact_its_own_address_row_and_back(empty_store: Store) -> None:
     """Contacts of before several addresses per contact are found by their address
     after the upgrade (their own address is copied); the downgrade keeps them."""
-    migrate.upgrade(empty_store, "0012")
+    migrate.upgrade(empty_store, "0016")
     with empty_store.engine.begin() as conn:
         conn.execute(
             text(
@@ -276,7 +276,7 @@ def test_0014_gives_every_contact_its_own_address_row_and_back(empty_store: Stor
                 "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
             )
         )
-    migrate.upgrade(empty_store, "0014")
+    migrate.upgrade(empty_store, "0017")
     with empty_store.engine.connect() as conn:
         rows = conn.execute(
             text(
@@ -296,7 +296,7 @@ def test_0014_gives_every_contact_its_own_address_row_and_back(empty_store: Stor
                 "WHERE address = '+15551230001'"
             )
         )
-    migrate.downgrade(empty_store, "0012")
+    migrate.downgrade(empty_store, "0016")
     assert "contact_addresses" not in _tables(empty_store)
     with empty_store.engine.connect() as conn:
         rows = conn.execute(text("SELECT address, fields FROM contacts ORDER BY address")).all()

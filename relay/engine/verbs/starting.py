@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.core.errors import InvalidInput, OptedOut, Undeliverable
+from relay.core.errors import InvalidInput, NoConsent, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
 from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
@@ -34,6 +34,7 @@ from relay.engine.verbs.new_conversation import (
     answer_columns,
     checked_result_schema,
     clean_campaign,
+    clean_consent,
     clean_text,
     merge_contact_fields,
 )
@@ -69,9 +70,9 @@ def start(
     defer: bool = True,
     approval: str | None = None,
     fallback_after: str | timedelta | None = None,
+    consent: str | None = None,
 ) -> InstanceView:
-    """Create an instance: CREATED, or QUEUED behind the contact's live one (the
-    options are :func:`prepare`'s), and run its first turn unless ``defer``."""
+    """CREATED, or QUEUED behind a live one (options: prepare's); first turn unless ``defer``."""
     spec = prepare(
         rt,
         contact,
@@ -89,6 +90,7 @@ def start(
         template_sid=template_sid,
         template_variables=template_variables,
         approval=approval,
+        consent=consent,
     )
     # The channels' checks, the rung it starts on (a,b,c: a ladder).
     spec = ladders.settle(rt, spec, fallback_after=fallback_after)
@@ -147,11 +149,12 @@ def prepare(
     template_sid: str | None = None,
     template_variables: Mapping[str, str] | None = None,
     approval: str | None = None,
+    consent: str | None = None,
 ) -> NewConversation:
     """Check and normalise a new conversation, touching nothing (start and import begin
-    here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text": ..., "answer": KIND}``; ``meta``:
-    the caller's JSON; ``result_schema``: keyed by todo id; ``template_*``: WhatsApp's for a
-    closed window; ``approval``: see verbs.drafts; ``channel``: one, or a ladder a,b,c."""
+    here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text": ..., "answer": KIND}``; ``consent``:
+    where and when; ``result_schema``: by todo id; ``template_*``: WhatsApp's; ``approval``:
+    verbs.drafts; ``channel``: one, or a ladder a,b,c."""
     from relay.core.approval import parse_mode
     from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -160,6 +163,7 @@ def prepare(
     channels = ladders.channel_list(channel or defaults.channel)
     parsed = address_for(rt, contact, backend_checks.channel_type(rt, channels[0]))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
+    consent = clean_consent(consent)
     return NewConversation(
         address=parsed.value,
         objective=objective,
@@ -178,6 +182,7 @@ def prepare(
         contact_fields={"name": parsed.name} if parsed.name else None,
         approval=parse_mode(approval or rt.config.settings.agent.approval),
         channels=channels,
+        consent=consent,
     )
 
 
@@ -186,8 +191,14 @@ def create(
 ) -> Instance:
     """Create the conversation in the caller's transaction (its contact too):
     CREATED, or QUEUED behind the contact's live one."""
+    from relay.engine.verbs import privacy
+
+    privacy.refuse_erased(session, rt, spec.address)
     person = contacts.find_or_create(session, address_for(rt, spec.address), now)
     queries.lock_contact(session, person.id)
+    if rt.config.settings.compliance.require_consent and not (spec.consent or person.consent):
+        raise NoConsent(f"contact {spec.address} has no consent record: give --consent "
+                        '"WHERE WHEN" ([compliance] require_consent is on)')  # fmt: skip
     if person.opted_out_at is not None:
         raise OptedOut(
             f"contact {spec.address} has opted out; they must opt in again "

@@ -341,6 +341,11 @@ class ContactView:
     undeliverable: UndeliverableMark | None = None
     #: Every address of the contact by kind, its own among them.
     addresses: dict[str, str] = field(default_factory=dict)
+    #: Where and when the contact consented, as given, and when relay recorded it.
+    consent: str | None = None
+    consent_at: datetime | None = None
+    #: The legal hours that hold proactive messages to it, and why (None: none).
+    legal_hours: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         mark = self.undeliverable
@@ -350,6 +355,9 @@ class ContactView:
             "addresses": self.addresses or {self.kind: self.address},
             "timezone": self.timezone,
             "fields": self.fields,
+            "consent": self.consent,
+            "consent_at": isoformat(self.consent_at),
+            "legal_hours": self.legal_hours,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
             "undeliverable": mark is not None,

@@ -10,8 +10,8 @@
   the kind of address it writes to (NULL: one channel, as before);
   ``instances.fallback_seconds``: the silence after which it moves down one.
 
-Revision ID: 0014
-Revises: 0012
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-11-26 02:20:00
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision = "0012"
+revision = "0017"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
