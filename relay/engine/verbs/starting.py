@@ -74,24 +74,12 @@ def start(
 ) -> InstanceView:
     """CREATED, or QUEUED behind a live one (options: prepare's); first turn unless ``defer``."""
     spec = prepare(
-        rt,
-        contact,
-        objective,
-        todos,
-        heartbeat=heartbeat,
-        max_followups=max_followups,
-        channel=channel,
-        agent=agent,
-        window=window,
-        subject=subject,
-        campaign=campaign,
-        meta=meta,
-        result_schema=result_schema,
-        template_sid=template_sid,
-        template_variables=template_variables,
-        approval=approval,
-        consent=consent,
-    )
+        rt, contact, objective, todos,
+        heartbeat=heartbeat, max_followups=max_followups, channel=channel, agent=agent,
+        window=window, subject=subject, campaign=campaign, meta=meta,
+        result_schema=result_schema, template_sid=template_sid,
+        template_variables=template_variables, approval=approval, consent=consent,
+    )  # fmt: skip
     # The channels' checks, the rung it starts on (a,b,c: a ladder).
     spec = ladders.settle(rt, spec, fallback_after=fallback_after)
     with rt.store.transaction() as session:
@@ -152,24 +140,21 @@ def prepare(
     consent: str | None = None,
 ) -> NewConversation:
     """Check and normalise a new conversation, touching nothing (start and import begin
-    here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text": ..., "answer": KIND}``; ``consent``:
-    where and when; ``result_schema``: by todo id; ``template_*``: WhatsApp's; ``approval``:
-    verbs.drafts; ``channel``: one, or a ladder a,b,c."""
+    here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text", "answer"}``; ``channel``: one, or
+    a ladder a,b,c; ``consent``: where and when; ``approval``: see verbs.drafts."""
     from relay.core.approval import parse_mode
     from relay.engine.verbs.program import check_meta, todo_specs
 
-    defaults = rt.config.settings.defaults
     _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
-    channels = ladders.channel_list(channel or defaults.channel)
+    channels = ladders.channel_list(channel or rt.config.settings.defaults.channel)
     parsed = address_for(rt, contact, backend_checks.channel_type(rt, channels[0]))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-    consent = clean_consent(consent)
     return NewConversation(
         address=parsed.value,
         objective=objective,
         todos=tuple(clean_text(text, "todo") for text, _ in specs),
         subject=clean_subject(subject) if subject else subject_from_objective(objective),
-        heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
+        heartbeat=_heartbeat(rt, heartbeat),
         max_followups=_max_followups(rt, max_followups),
         channel=channels[0],
         agent=agent or rt.config.settings.agent.backend,
@@ -182,8 +167,12 @@ def prepare(
         contact_fields={"name": parsed.name} if parsed.name else None,
         approval=parse_mode(approval or rt.config.settings.agent.approval),
         channels=channels,
-        consent=consent,
+        consent=clean_consent(consent),
     )
+
+
+def _heartbeat(rt: Context, value: str | timedelta | None) -> timedelta:
+    return rt.config.settings.defaults.heartbeat if value is None else as_interval(value)
 
 
 def create(
