@@ -28,6 +28,7 @@ from relay.setting_kinds import (
     DURATION,
     NAME,
     OPTIONAL,
+    OPTOUT_SCOPE,
     SECONDS,
     TABLES,
     TEXT,
@@ -303,6 +304,12 @@ class ComplianceSettings:
         False, BOOL,
         "hold proactive messages on public holidays of the contact's country (needs the "
         "`holidays` package: `pip install 'relay-outreach[holidays]'`)",
+    )  # fmt: skip
+    optout_scope: str = key(
+        "contact", OPTOUT_SCOPE,
+        "how far an opt-out reaches: `contact` (a no on one channel stops every channel) or "
+        "`channel` (a STOP by SMS stops SMS and WhatsApp to that number, an email unsubscribe "
+        "stops email; a spam complaint always stops the whole contact)",
     )  # fmt: skip
 
 

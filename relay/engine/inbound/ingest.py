@@ -20,6 +20,7 @@ from functools import partial
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Inbound, Incoming, Receipt
+from relay.core import optout_scope
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
@@ -35,7 +36,7 @@ from relay.engine.contacts.bounce_marks import (
 from relay.engine.contacts.optouts import opt_in, opt_out
 from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import receipt_order
-from relay.store import arrivals, claims, funnel, queries
+from relay.store import arrivals, claims, contact_addresses, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -45,10 +46,19 @@ log = logging.getLogger("relay.inbound")
 class Keywords:
     opt_out: tuple[str, ...] = OPT_OUT_WORDS
     opt_in: tuple[str, ...] = OPT_IN_WORDS
+    #: ``[compliance] optout_scope``: ``channel``: a STOP stops the kind of address
+    #: it came from only (:mod:`relay.core.optout_scope`).
+    scope: str = optout_scope.CONTACT
 
     @classmethod
-    def from_config(cls, out: str | Sequence[str], into: str | Sequence[str]) -> Keywords:
-        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS)
+    def from_config(
+        cls, out: str | Sequence[str], into: str | Sequence[str], scope: str = optout_scope.CONTACT
+    ) -> Keywords:
+        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope)
+
+    def kind(self, arrival: Arrival) -> str | None:
+        """The kind an opt-out said in ``arrival`` stops (None: the whole contact)."""
+        return arrival.address.kind if self.scope == optout_scope.CHANNEL else None
 
 
 def _words(value: str | Sequence[str]) -> tuple[str, ...]:
@@ -178,7 +188,8 @@ def store_arrival(
         if stored is not None:
             if arrival.kind is InboundKind.UNSUBSCRIBE:
                 pid, channel = arrival.provider_message_id, arrival.channel
-                unsubscribe.used_again(session, stored.contact_id, pid, channel, now, opt_out)
+                scoped = partial(opt_out, kind=keywords.kind(arrival))
+                unsubscribe.used_again(session, stored.contact_id, pid, channel, now, scoped)
             return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
@@ -229,13 +240,16 @@ def _apply_meaning(
     keywords: Keywords,
 ) -> None:
     if arrival.kind is InboundKind.COMPLAINT:
-        # An abuse report (ARF) naming the contact: never a reply, always an opt-out.
+        # An abuse report (ARF) naming the contact: never a reply, always an opt-out
+        # of the whole contact, whatever the scope.
         _processed(message, now)
         opt_out(session, person, now, reason="complaint")
         return
+    kind = keywords.kind(arrival)
     if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
         _processed(message, now)
-        opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
+        why = f"{arrival.kind.value} on {arrival.channel}"
+        opt_out(session, person, now, reason=why, kind=kind)
         return
     if arrival.kind is InboundKind.AUTO_REPLY:
         # Never answered (no mail loops), never a reply (the follow-up count stays).
@@ -243,14 +257,30 @@ def _apply_meaning(
         if instance is not None and arrival.resume_at is not None and arrival.resume_at > now:
             _pause_until(session, instance, arrival.resume_at, now)
         return
-    if person.opted_out_at is not None and is_opt_in(message.body, keywords.opt_in):
+    if _opted_out(session, person, kind) and is_opt_in(message.body, keywords.opt_in):
         _processed(message, now)
-        opt_in(person, now)
+        _opt_back_in(session, person, kind, now)
         return
     if instance is not None:
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
+
+
+def _opt_back_in(session: Session, person: Contact, kind: str | None, now: datetime) -> None:
+    """A START: the whole contact's opt-out ends, and the one of the kind it came
+    from (per-channel scope), or of every kind (None)."""
+    if person.opted_out_at is not None:
+        opt_in(person, now)
+    opt_in(person, now, session=session, kind=kind)
+
+
+def _opted_out(session: Session, person: Contact, kind: str | None) -> bool:
+    """Whether a START from the contact has something to undo: the whole contact's
+    opt-out, or (per-channel scope) the one of the kind it came from."""
+    if person.opted_out_at is not None:
+        return True
+    return kind is not None and kind in contact_addresses.opt_outs_of(session, person.id)
 
 
 def _route(

@@ -24,6 +24,7 @@ def import_csv(
     channel: str | None = None,
     agent: str | None = None,
     window: str | None = None,
+    fallback_after: str | None = None,
     on_rows: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> campaigns.ImportReport:
@@ -32,7 +33,7 @@ def import_csv(
     more rows were handled."""
     options = campaigns.Options(
         objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
-        agent, window,
+        agent, window, fallback_after,
     )  # fmt: skip
     rows = campaigns.read_rows(Path(path))
     planned = campaigns.plan(rt, rows, options)
