@@ -101,6 +101,22 @@ def opt_in(
     person.updated_at = now
 
 
+def opt_back_in(session: Session, person: Contact, kind: str | None, now: datetime) -> None:
+    """A START: the whole contact's opt-out ends, and the one of the kind it came
+    from (per-channel scope), or of every kind (None)."""
+    if person.opted_out_at is not None:
+        opt_in(person, now)
+    opt_in(person, now, session=session, kind=kind)
+
+
+def has_opted_out(session: Session, person: Contact, kind: str | None) -> bool:
+    """Whether a START from the contact has something to undo: the whole contact's
+    opt-out, or (per-channel scope) the one of the kind it came from."""
+    if person.opted_out_at is not None:
+        return True
+    return kind is not None and kind in contact_addresses.opt_outs_of(session, person.id)
+
+
 def _unfinished(session: Session, contact_id: int) -> list[Instance]:
     """The contact's non-terminal instances, queued ones first, so that ending
     the live one afterwards promotes nobody into the slot it frees."""

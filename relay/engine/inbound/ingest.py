@@ -26,20 +26,23 @@ from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine.contacts import chat_links, unsubscribe
+from relay.engine.contacts import chat_links, optouts, unsubscribe
 from relay.engine.contacts.addresses import Address
 from relay.engine.contacts.bounce_marks import (
     DEFAULT_SOFT_BOUNCES,
     SoftBounces,
     record_bounce,
 )
-from relay.engine.contacts.optouts import opt_in, opt_out
+from relay.engine.contacts.optouts import opt_out
 from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import receipt_order
-from relay.store import arrivals, claims, contact_addresses, funnel, queries
+from relay.store import arrivals, claims, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
+
+
+Words = str | Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,7 @@ class Keywords:
     scope: str = optout_scope.CONTACT
 
     @classmethod
-    def from_config(
-        cls, out: str | Sequence[str], into: str | Sequence[str], scope: str = optout_scope.CONTACT
-    ) -> Keywords:
+    def from_config(cls, out: Words, into: Words, scope: str) -> Keywords:
         return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope)
 
     def kind(self, arrival: Arrival) -> str | None:
@@ -257,30 +258,14 @@ def _apply_meaning(
         if instance is not None and arrival.resume_at is not None and arrival.resume_at > now:
             _pause_until(session, instance, arrival.resume_at, now)
         return
-    if _opted_out(session, person, kind) and is_opt_in(message.body, keywords.opt_in):
+    if optouts.has_opted_out(session, person, kind) and is_opt_in(message.body, keywords.opt_in):
         _processed(message, now)
-        _opt_back_in(session, person, kind, now)
+        optouts.opt_back_in(session, person, kind, now)
         return
     if instance is not None:
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
-
-
-def _opt_back_in(session: Session, person: Contact, kind: str | None, now: datetime) -> None:
-    """A START: the whole contact's opt-out ends, and the one of the kind it came
-    from (per-channel scope), or of every kind (None)."""
-    if person.opted_out_at is not None:
-        opt_in(person, now)
-    opt_in(person, now, session=session, kind=kind)
-
-
-def _opted_out(session: Session, person: Contact, kind: str | None) -> bool:
-    """Whether a START from the contact has something to undo: the whole contact's
-    opt-out, or (per-channel scope) the one of the kind it came from."""
-    if person.opted_out_at is not None:
-        return True
-    return kind is not None and kind in contact_addresses.opt_outs_of(session, person.id)
 
 
 def _route(

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from relay.engine.runtime import Context
-from relay.engine.verbs import campaigns
+from relay.engine.verbs import campaigns, ladders
 from relay.engine.verbs.new_conversation import clean_campaign
 
 
@@ -31,6 +31,8 @@ def import_csv(
     """A conversation per CSV row; the first turns are left to the daemon.
     ``on_total`` hears the row count once the file is checked; ``on_rows`` how many
     more rows were handled."""
+    if fallback_after is not None:  # a bad value refuses the import, not each row
+        ladders.fallback_seconds(fallback_after, rt.config.settings.defaults.fallback_after)
     options = campaigns.Options(
         objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
         agent, window, fallback_after,
