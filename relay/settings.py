@@ -38,7 +38,8 @@ from relay.setting_kinds import (
 )
 
 __all__ = [
-    "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "SECONDS", "TABLES", "TEXT",
+    "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "OPTOUT_SCOPE", "SECONDS",
+    "TABLES", "TEXT",
     "Kind", "Settings", "build_settings", "convert", "key",
 ]  # fmt: skip
 

@@ -236,12 +236,8 @@ def opt_out(
     channel_kind: ChannelKindOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Opt a contact out: end its live conversation, fail queued ones, block all delivery.
-
-    With --channel-kind (needs [compliance] optout_scope = "channel"), only the
-    contact's address of that kind is blocked: sms (SMS and WhatsApp to its phone
-    number), email or telegram; a conversation on it moves to the next channel of
-    its ladder, or ends when none is left.
+    """Opt a contact out: end its live conversation, fail queued ones, block all delivery
+    (with --channel-kind and [compliance] optout_scope = "channel": that kind only).
 
     It returns once the sends to the contact already under way have settled (at
     most 10 s) and reports them as in_flight: nothing else reaches the contact
@@ -250,14 +246,12 @@ def opt_out(
     With --file, opt out every address of a list (idempotent: addresses already
     opted out are counted and left as they are); prints how many were added,
     already there and invalid (each invalid line with its number)."""
-    if (contact is None) == (file is None):
-        raise InvalidInput("give either a CONTACT or --file FILE")
+    if (contact is None) == (file is None) or (file and channel_kind):
+        raise InvalidInput("give either a CONTACT (with --channel-kind or not) or --file FILE")
     if file is None:
         assert contact is not None
         _print(state.relay().opt_out(contact, reason=reason, channel_kind=channel_kind), json_out)
         return
-    if channel_kind is not None:
-        raise InvalidInput("--channel-kind applies to one CONTACT, not to --file")
     if column is None and file.suffix.lower() == ".csv":
         raise InvalidInput(f"{file} is a CSV file: name its address column with --column")
     try:

@@ -56,6 +56,7 @@ EXPECTED_TYPE = {
     settings.DURATION: timedelta,
     settings.SECONDS: timedelta,
     settings.APPROVAL: str,
+    settings.OPTOUT_SCOPE: str,
 }
 
 

@@ -187,10 +187,7 @@ def store_arrival(
             session, arrival.channel, arrival.provider_message_id
         )
         if stored is not None:
-            if arrival.kind is InboundKind.UNSUBSCRIBE:
-                pid, channel = arrival.provider_message_id, arrival.channel
-                scoped = partial(opt_out, kind=keywords.kind(arrival))
-                unsubscribe.used_again(session, stored.contact_id, pid, channel, now, scoped)
+            _seen_again(session, stored, arrival, now, keywords)
             return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
@@ -229,6 +226,16 @@ def store_arrival(
             extra={"instance_id": message.instance_id},
         )
     return message
+
+
+def _seen_again(
+    session: Session, stored: Message, arrival: Arrival, now: datetime, keywords: Keywords
+) -> None:
+    """A message stored already: a one-click unsubscribe used again opts out again."""
+    if arrival.kind is InboundKind.UNSUBSCRIBE and arrival.provider_message_id:
+        pid, channel = arrival.provider_message_id, arrival.channel
+        scoped = partial(opt_out, kind=keywords.kind(arrival))
+        unsubscribe.used_again(session, stored.contact_id, pid, channel, now, scoped)
 
 
 def _apply_meaning(
