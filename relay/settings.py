@@ -41,6 +41,7 @@ __all__ = [
     "Kind", "Settings", "build_settings", "convert", "key",
 ]  # fmt: skip
 
+
 @dataclass(frozen=True)
 class DatabaseSettings:
     """``[database]``: where the instance store is."""
@@ -132,6 +133,13 @@ class OutboxSettings:
     backoff: timedelta = key(
         "30s", DURATION,
         "delay before the first retry of a failed delivery; it doubles with each attempt",
+    )  # fmt: skip
+    resend_unknown: bool = key(
+        False, BOOL,
+        "after a crash, send again a message whose channel cannot tell whether it went and "
+        "does not declare a second hand-over safe (SMS without a reachable Twilio, email "
+        "without `imap_sent_mailbox`, Telegram); off, such a message waits with its fate "
+        "`unknown` until `relay retry` (see [reliability](reliability.md))",
     )  # fmt: skip
 
 

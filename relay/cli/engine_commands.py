@@ -119,8 +119,10 @@ def doctor(
     state, a transition-log row for the current state, heartbeats only in
     WAITING_FOR_REPLY, nothing queued for opted-out contacts, and channels or
     the agent that could not work (a missing secret). Inbound that arrived after
-    its conversation ended, or came from no usable address, is reported as a
-    notice (it breaks no rule, but a person should look).
+    its conversation ended, or came from no usable address, and a message a crash
+    left whose channel cannot tell whether it went (its fate is unknown: `relay
+    retry` sends it again), are reported as notices (they break no rule, but a
+    person should look).
     """
     relay = state.relay()
     repaired = relay.repair() if repair else []

@@ -4,9 +4,9 @@ A row is leased and marked ``sending`` (attempt counted) in one transaction
 (a claim, or the turn commit that writes it: :meth:`Dispatcher.lease_new`),
 the channel is called outside any transaction, and the result is written in
 another. A crash between the call and the write leaves the row ``sending``;
-when its lease runs out it is sent again with the same idempotency key, which
-the channel uses to recognise the duplicate. The contact's opt-out is checked
-again at delivery time, not only when the message was written.
+when its lease runs out its channel is asked what became of it before it is
+sent again (:mod:`relay.engine.outbox.doubts`). The contact's opt-out is
+checked again at delivery time, not only when the message was written.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from relay.engine.backends import Channels
 from relay.engine.conversation import events
 from relay.engine.outbox import gate
 from relay.engine.outbox import outcomes as delivery_outcomes
+from relay.engine.outbox.doubts import Doubts
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox.screen import Handover, Ready, Screen
 from relay.store import claims, commit_log, funnel, locked_rows
@@ -91,8 +92,11 @@ class Dispatcher:
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
     ) -> DeliveryReport:
-        """Send what turn commits handed over, then claim due rows and send them."""
+        """Send what turn commits handed over, ask what became of the messages a dead
+        sender left (:mod:`relay.engine.outbox.doubts`), then claim due rows and send them."""
         report = self.deliver_handed()
+        doubts = Doubts(self.relay, self.channels, self.owner)
+        doubts.settle(SEND_LEASE, limit, report, message_id=message_id, instance_id=instance_id)
         with self.relay.store.transaction() as session:
             now = self.relay.now()
             batch = claims.claim_outbox(

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
+from relay.core.clock import isoformat
 from relay.core.states import HEARTBEAT_STATES, PAUSED_STATES, QUEUED_STATE, State, holds_slot
 from relay.engine.conversation import transitions
-from relay.store import arrivals, health, queries
+from relay.store import arrivals, doubts, health, queries
 from relay.store.models import Instance
 
 log = logging.getLogger("relay.doctor")
@@ -47,7 +48,22 @@ def notices(relay: Relay) -> list[Finding]:
     """What needs a person's eye but breaks no rule: replies after a conversation
     ended, inbound from no usable address (``relay inbox`` lists them)."""
     with relay.store.read_transaction() as session:
-        return _inbound_findings(session)
+        return _inbound_findings(session) + _fate_findings(session)
+
+
+def _fate_findings(session: Session) -> list[Finding]:
+    """Messages a crash left in the channel's hands, whose channel cannot tell whether
+    they went (:mod:`relay.engine.outbox.doubts`): a person decides."""
+    return [
+        Finding(
+            f"message {row.id}",
+            f"to {row.address} on {row.channel or 'console'} ({row.instance_id or '-'}), "
+            f"written {isoformat(row.created_at)}: {row.last_error or 'fate unknown'}; "
+            f"check with the provider, then `relay retry {row.id}` sends it again "
+            "(`[outbox] resend_unknown = true` does so for every such message)",
+        )
+        for row in doubts.unknown_fates(session)
+    ]
 
 
 def repair(relay: Relay, *, actor: str = "doctor") -> list[Finding]:
