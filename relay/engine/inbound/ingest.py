@@ -32,7 +32,7 @@ from relay.engine.contacts.bounce_marks import (
     SoftBounces,
     record_bounce,
 )
-from relay.engine.contacts.optouts import opt_in, opt_out
+from relay.engine.contacts.optouts import opt_in, opt_out, opted_out_in
 from relay.engine.conversation import events, transitions
 from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, funnel, queries
@@ -74,6 +74,8 @@ class IngestReport:
     #: Chats bound to contacts by a deep link's ``/start <token>`` (not stored as replies).
     bound: int = 0
     messages: list[Message] = field(default_factory=list)
+    #: Contacts opted out by what arrived (a STOP, an unsubscribe, a complaint), and when.
+    opted_out: list[tuple[int, datetime]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ def ingest(
     for rejected in incoming.rejected:
         quarantine.record(session, channel, rejected, now)
         report.rejected += 1
+    report.opted_out = opted_out_in(session)
     return report
 
 

@@ -257,6 +257,8 @@ class Relay(Starting, ContactVerbs, Lookups):
         The text is taken as a channel takes it: longer than
         :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
         """
+        from relay.engine.contacts import settling
+        from relay.engine.contacts.optouts import opted_out_in
         from relay.engine.inbound import ingest as inbound
 
         address = self.address(contact)
@@ -270,7 +272,10 @@ class Relay(Starting, ContactVerbs, Lookups):
                 assert provider_message_id is not None
                 message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
                 assert message is not None
-            return MessageView.build(message, address.value)
+            view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
+        # Committed: a STOP is acknowledged once the sends under way have settled.
+        settling.settle_all(self.store, opted_out, self.now)
+        return view
 
     def ingest(
         self, channel: str, incoming: Incoming, *, read_from: str | object | None = UNREAD
@@ -282,10 +287,11 @@ class Relay(Starting, ContactVerbs, Lookups):
         was read is either all stored with the position after it, or not at all
         and read again. A pushed request (``relay serve``) passes no position.
         """
+        from relay.engine.contacts import settling
         from relay.store import failures
 
         try:
-            return failures.retry_conflicts(
+            report = failures.retry_conflicts(
                 lambda: self._ingest(channel, incoming, read_from, careful=False)
             )
         except Exception as exc:
@@ -294,9 +300,13 @@ class Relay(Starting, ContactVerbs, Lookups):
             # One item the database refuses must not hold back the others (and
             # the position): store them one by one, that one kept aside.
             log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
-            return failures.retry_conflicts(
+            report = failures.retry_conflicts(
                 lambda: self._ingest(channel, incoming, read_from, careful=True)
             )
+        # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
+        # complaint) is acknowledged once the sends under way have settled.
+        settling.settle_all(self.store, report.opted_out, self.now)
+        return report
 
     def _ingest(
         self, channel: str, incoming: Incoming, read_from: str | object | None, *, careful: bool
