@@ -31,6 +31,7 @@ from relay.setting_kinds import (
     SECONDS,
     TABLES,
     TEXT,
+    WINDOW,
     Kind,
     key,
     read_value,
@@ -38,7 +39,7 @@ from relay.setting_kinds import (
 
 __all__ = [
     "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "SECONDS", "TABLES", "TEXT",
-    "Kind", "Settings", "build_settings", "convert", "key",
+    "WINDOW", "Kind", "Settings", "build_settings", "convert", "key",
 ]  # fmt: skip
 
 
@@ -84,7 +85,7 @@ class DefaultSettings:
     )  # fmt: skip
     #: The sending window for proactive messages; None: any time.
     window: str | None = key(
-        "", OPTIONAL,
+        "", WINDOW,
         "when proactive messages (first messages, follow-ups) may go out, in the contact's "
         "time zone, such as `mon-fri 09:00-18:00`; empty means any time",
     )  # fmt: skip

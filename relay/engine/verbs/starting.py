@@ -173,7 +173,10 @@ class Starting(BackendChecks):
         from relay.engine.verbs.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
-        _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
+        _refuse_empty(
+            heartbeat=heartbeat, channel=channel, agent=agent, window=window, subject=subject,
+            approval=approval, **{"whatsapp-template": template_sid},
+        )  # fmt: skip
         parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
         channel = channel or defaults.channel
@@ -260,6 +263,7 @@ class Starting(BackendChecks):
         the daemon. ``on_total`` hears the row count once the file is checked;
         ``on_rows`` how many more rows were handled."""
         from relay.engine.verbs import campaigns
+        _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent, window=window)
         options = campaigns.Options(
             objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
             agent, window,
