@@ -10,6 +10,7 @@ import base64
 import json
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -115,6 +116,9 @@ class FakeTwilio:
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     #: Scripted answers to the next list requests (GET), before any listing.
     list_errors: list[Scripted] = field(default_factory=list)
+    #: Seconds a create takes to answer once Twilio has the message (a provider's
+    #: latency: a client killed meanwhile never hears that it went).
+    answer_delay: Callable[[], float] | None = None
 
     def fail_next(
         self, status: int, code: int, message: str = "", retry_after: str | None = None
@@ -148,6 +152,8 @@ class FakeTwilio:
         message = TwilioMessage("SM" + secrets.token_hex(16), form, self.now())
         with self.lock:
             self.sent.append(message)
+        if self.answer_delay is not None:
+            time.sleep(self.answer_delay())
         if form.get("StatusCallback") and self.callbacks:
             threading.Thread(target=self._call_back, args=(message,), daemon=True).start()
         return 201, {"sid": message.sid, "status": "queued", "to": form.get("To")}, {}

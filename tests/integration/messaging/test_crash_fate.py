@@ -27,9 +27,7 @@ class ProcessDied(BaseException):
 
 
 @pytest.fixture
-def relay(
-    make_relay: Callable[..., Any], db_url: str, clock: Any, twilio_api: FakeTwilio
-) -> Any:
+def relay(make_relay: Callable[..., Any], db_url: str, clock: Any, twilio_api: FakeTwilio) -> Any:
     twilio_api.now = clock.now
     settings = {
         "defaults.channel": "sms",
