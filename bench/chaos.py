@@ -50,6 +50,14 @@ def main() -> int:
         metavar="S",
         help="a kill every MIN to MAX seconds of a daemon's uptime",
     )
+    parser.add_argument(
+        "--sms-latency",
+        type=float,
+        nargs=2,
+        default=(0.05, 0.3),
+        metavar="S",
+        help="the loopback Twilio answers a create MIN to MAX seconds after taking it",
+    )
     args = parser.parse_args()
     daemons = args.daemons or (1 if args.db == "sqlite" else 3)
     if args.db == "sqlite" and daemons != 1:
@@ -65,6 +73,7 @@ def main() -> int:
         workers=args.workers,
         kill_every=tuple(args.kill_every),
         settle_seconds=120.0,
+        sms_latency=tuple(args.sms_latency),
     )
     print(f"# {machine()}", flush=True)
     with throwaway_store(server) as bench:

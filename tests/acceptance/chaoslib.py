@@ -101,9 +101,12 @@ class ChaosSettings:
     #: API, cheaply), so queues and turns are there from the first second.
     seed_per_contact: int = 2
     #: Half the contacts talk over SMS, through a loopback Twilio (``messaging_fakes``)
-    #: that keeps no idempotency key and answers a create 50-300 ms after it has the
-    #: message: a kill in between leaves a message whose fate relay must find out.
+    #: that keeps no idempotency key and answers a create a while after it has the
+    #: message (``sms_latency``): a kill in between leaves a message whose fate relay
+    #: must find out.
     sms: bool = True
+    #: Seconds the fake Twilio takes to answer a create it has taken (low, high).
+    sms_latency: tuple[float, float] = (0.05, 0.3)
 
 
 @dataclass
@@ -324,7 +327,7 @@ class Chaos:
 
             os.environ.setdefault(SMS_TOKEN_ENV, TOKEN)  # for the conversations seeded here
             latency = random.Random(settings.seed + 1)
-            self.twilio.answer_delay = lambda: latency.uniform(0.05, 0.3)
+            self.twilio.answer_delay = lambda: latency.uniform(*settings.sms_latency)
         self.cli_config = write_config(folder / "cli", url, self.shared, settings, sms_api)
         self.daemons = [
             Daemon(write_config(folder / f"daemon{n}", url, self.shared, settings, sms_api))

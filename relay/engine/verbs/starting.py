@@ -173,10 +173,7 @@ class Starting(BackendChecks):
         from relay.engine.verbs.program import check_meta, todo_specs
 
         defaults = self.config.settings.defaults
-        _refuse_empty(
-            heartbeat=heartbeat, channel=channel, agent=agent, window=window, subject=subject,
-            approval=approval, **{"whatsapp-template": template_sid},
-        )  # fmt: skip
+        _refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
         parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
         objective, specs = clean_text(objective, "objective"), todo_specs(todos)
         channel = channel or defaults.channel
@@ -263,7 +260,7 @@ class Starting(BackendChecks):
         the daemon. ``on_total`` hears the row count once the file is checked;
         ``on_rows`` how many more rows were handled."""
         from relay.engine.verbs import campaigns
-        _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent, window=window)
+        _refuse_empty(heartbeat, channel, agent, window)
         options = campaigns.Options(
             objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
             agent, window,
@@ -345,8 +342,15 @@ class Starting(BackendChecks):
             )
 
 
-def _refuse_empty(**options: object) -> None:
-    """An option given empty (``--heartbeat ""``) is refused, not taken as its default."""
-    for option, given in options.items():
-        if isinstance(given, str) and not given.strip():
+#: The options :func:`_refuse_empty` checks, in the order it takes them.
+_REFUSED_EMPTY = (
+    "heartbeat", "channel", "agent", "window", "subject", "approval", "whatsapp-template"
+)  # fmt: skip
+
+
+def _refuse_empty(*given: object) -> None:
+    """An option given empty (``--heartbeat ""``, ``--window " "``) is refused, not
+    taken as its default; ``given`` in the order of :data:`_REFUSED_EMPTY`."""
+    for option, value in zip(_REFUSED_EMPTY, given, strict=False):
+        if isinstance(value, str) and not value.strip():
             raise InvalidInput(f"--{option} is empty: give a value or leave the option out")
