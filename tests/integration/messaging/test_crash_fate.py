@@ -145,6 +145,9 @@ def test_when_twilio_cannot_tell_the_fate_is_unknown_until_the_operator_retries(
     [notice] = [n for n in doctor.notices(relay) if n.subject == f"message {killed.id}"]
     assert f"relay retry {killed.id}" in notice.problem
     assert doctor.examine(relay) == []  # it breaks no rule
+    view = relay.get(killed.instance_id)
+    assert view.forecast is not None and view.forecast.next.value == "person"
+    assert f"relay retry {killed.id}" in (view.forecast.detail or "")
 
     # The operator checked with Twilio and allows a second hand-over.
     assert relay.retry(killed.id).status == "queued"
