@@ -656,28 +656,49 @@ def read_deliveries(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+#: Outbox statuses of a row a provider may have taken without relay recording it.
+IN_DOUBT = frozenset({"sending", "unknown", "failed"})
+
+
 def sms_deliveries(session: Session, sent: list[Any]) -> list[dict[str, Any]]:
-    """What the fake Twilio took, as console deliveries read: each create matched to
-    the outbox row with its recipient and text, in order (relay sends one row once;
-    a create beyond a pair's rows is a second delivery of its last row)."""
-    rows: defaultdict[tuple[str, str], list[Any]] = defaultdict(list)
-    for row in session.execute(
-        select(Message.id, Message.instance_id, Message.idempotency_key, Message.body)
+    """What the fake Twilio took, as console deliveries read. Each create is the
+    outbox row that recorded its sid (a send, or a reconciliation after a kill); a
+    create no row recorded is matched by recipient and text (one contact's
+    conversations can hold the same text): to a row in doubt no create matched
+    yet, else it is a second delivery of a recorded one."""
+    rows = session.execute(
+        select(
+            Message.id,
+            Message.instance_id,
+            Message.idempotency_key,
+            Message.body,
+            Message.provider_message_id,
+            Message.status,
+        )
         .add_columns(Contact.address)
         .join(Contact, Contact.id == Message.contact_id)
         .where(Message.direction == "outbound", Message.channel == "sms")
         .order_by(Message.id)
-    ):
-        rows[(row.address, row.body)].append(row)
-    taken: Counter[tuple[str, str]] = Counter()
+    ).all()
+    by_sid = {row.provider_message_id: row for row in rows if row.provider_message_id}
+    by_pair: defaultdict[tuple[str, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        by_pair[(row.address, row.body)].append(row)
+    matched: set[int] = set()
     records = []
     for created in sorted(sent, key=lambda m: m.created):
         pair = (created.form.get("To", ""), created.form.get("Body", ""))
-        candidates = rows.get(pair) or []
-        if not candidates:
+        row = by_sid.get(created.sid)
+        if row is None:
+            candidates = by_pair.get(pair) or []
+            # Taken without its sid recorded: a row whose fate relay does not know...
+            doubtful = [r for r in candidates if r.status in IN_DOUBT and r.id not in matched]
+            # ... or a second delivery of one that was recorded.
+            recorded = [r for r in candidates if r.provider_message_id]
+            row = (doubtful or recorded or candidates or [None])[0]
+        if row is None:
             continue  # nothing relay wrote (cannot happen; not counted)
-        row = candidates[min(taken[pair], len(candidates) - 1)]
-        taken[pair] += 1
+        matched.add(row.id)
         records.append(
             {
                 "message_id": row.id,

@@ -28,7 +28,7 @@ from relay.engine.backends import Channels
 from relay.engine.conversation import events
 from relay.engine.outbox import gate
 from relay.engine.outbox.outcomes import DeliveryReport
-from relay.store import claims, commit_log, doubts, locked_rows
+from relay.store import claims, commit_log, doubts, funnel, locked_rows
 from relay.store import outbox as outbox_rows
 
 if TYPE_CHECKING:
@@ -117,6 +117,9 @@ class Doubts:
         report: DeliveryReport,
     ) -> None:
         now = self.relay.now()
+        # Conversations first, then messages: the order every command locks in.
+        owners = sorted({d.outbound.instance_id for d, _ in answers if d.outbound.instance_id})
+        claims.lock_instance_rows(session, owners)
         locked = claims.lock_messages(session, [d.outbound.message_id for d, _ in answers])
         for doubt, (answer, allowed) in answers:
             message = locked.get(doubt.outbound.message_id)
@@ -128,6 +131,8 @@ class Doubts:
                 outbox_rows.record_sent(session, [(message.id, pid, now)])
                 data = {"message_id": message.id, "channel": doubt.channel, "reconciled": True}
                 events.record(session, events.Kind.SENT, message.instance_id, data, now)
+                if message.instance_id:  # a no-op unless it was the conversation's first
+                    funnel.record_first_deliveries(session, {message.instance_id: now})
                 commit_log.info(session, log, "message %s to %s: %s has it, not sent again", *ids)
                 report.sent += 1
             elif answer.fate is Fate.NOT_SENT or allowed:
