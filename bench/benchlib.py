@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from relay.api import Relay
 from relay.config import load_config
-from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.database import Store, make_engine
 from relay.store.migrate import upgrade_url
@@ -128,6 +128,7 @@ def seed_waiting(
             ["Which day suits you?"],
             heartbeat=heartbeat,
             max_followups=max_followups,
+            defer=True,
         ).id
         for index in range(count)
     ]

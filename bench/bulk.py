@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from relay.api import Relay
 from relay.core.states import PAUSED_STATES, SLOT_STATES, values
-from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse
 from relay.store.tables import metadata
 
@@ -34,7 +34,7 @@ class Template:
 def make_template(relay: Relay) -> Template:
     """One conversation through the API, waiting for a reply with its first message sent."""
     view = relay.start("+19990000000", "Confirm the delivery date", ["Which day suits you?"],
-                       heartbeat="1d", max_followups=50)
+                       heartbeat="1d", max_followups=50, defer=True)
     pulse = Pulse(relay, owner="bench-template")
     while not pulse.run().idle:
         pass

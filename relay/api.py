@@ -19,141 +19,62 @@ flags); views are frozen dataclasses with ``to_json()``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from relay.config import Config, load_config
 from relay.core.clock import Clock
-from relay.core.errors import (
-    Ambiguous,
-    ConfigError,
-    Conflict,
-    InvalidInput,
-    NotFound,
-    OptedOut,
-    Refused,
-    RelayError,
-    SchemaOutOfDate,
-    Undeliverable,
-)
-from relay.engine.verbs import service
+from relay.core.errors import ConfigError
+from relay.engine.contacts import addresses
+from relay.engine.conversation.audit import OPERATOR
+from relay.engine.runtime import Context
+from relay.engine.verbs import contact_verbs, conversations, lookups, starting
+from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.views.events import EventView
-from relay.engine.views.instances import (
-    ContactView,
-    InstanceView,
-    MessageView,
-    TransitionView,
-)
+from relay.engine.views.instances import ContactView, InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsView, WatchRow
-from relay.engine.views.status import DaemonView, StatusView
+from relay.engine.views.status import StatusView
+from relay.public import *  # noqa: F403 (the errors, views and functions a program uses)
+from relay.public import NAMES
+from relay.public import __getattr__ as __getattr__
+from relay.store.database import Store
 from relay.store.opening import open_store
 
 if TYPE_CHECKING:
-    from relay.engine.backends import channels_of_type
+    from relay.channels.base import Incoming
     from relay.engine.contacts.chat_links import ChatLink
     from relay.engine.inbound.ingest import IngestReport
     from relay.engine.verbs.campaigns import ImportReport
     from relay.engine.verbs.doctor import Finding
     from relay.engine.verbs.drafts import DraftView
-    from relay.engine.verbs.program import parse_meta
-    from relay.inspection import inspect_address, inspect_mail, inspect_text
-    from relay.runner.demo import DemoResult
-    from relay.runner.logs import configure_logging
+    from relay.engine.verbs.optout_lists import OptOutImport
+    from relay.engine.verbs.waiting import WaitOutcome
     from relay.runner.pulse import PulseReport
 
-__all__ = [
-    "Ambiguous",
-    "ChatLink",
-    "Config",
-    "ConfigError",
-    "Conflict",
-    "ContactRow",
-    "ContactView",
-    "DaemonView",
-    "DraftView",
-    "EventView",
-    "ImportReport",
-    "InboxItem",
-    "InstanceView",
-    "InvalidInput",
-    "MessageView",
-    "NotFound",
-    "OptedOut",
-    "Refused",
-    "Relay",
-    "RelayError",
-    "ResultView",
-    "SchemaOutOfDate",
-    "SchemaRevision",
-    "StatsView",
-    "StatusView",
-    "TransitionView",
-    "Undeliverable",
-    "WatchRow",
-    "channels_of_type",
-    "configure_logging",
-    "create_database",
-    "daemon_log_path",
-    "daemon_pid",
-    "downgrade_schema",
-    "inspect_address",
-    "inspect_mail",
-    "inspect_text",
-    "load_config",
-    "parse_meta",
-    "run_demo",
-    "schema_revision",
-    "start_daemon",
-    "stop_daemon",
-    "upgrade_schema",
-]
-
-#: Names loaded on first use: most commands never import a CSV, parse --meta, link
-#: a chat or configure the daemon's logging.
-_LAZY = {
-    "ChatLink": "relay.engine.contacts.chat_links",
-    "DraftView": "relay.engine.verbs.drafts",
-    "ImportReport": "relay.engine.verbs.campaigns",
-    "channels_of_type": "relay.engine.backends",
-    "configure_logging": "relay.runner.logs",
-    "parse_meta": "relay.engine.verbs.program",
-    "inspect_mail": "relay.inspection",
-    "inspect_text": "relay.inspection",
-    "inspect_address": "relay.inspection",
-}
+__all__ = [*NAMES, "Relay"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+class Relay:
+    """Conversation commands over one store, with an injectable clock; open it with
+    :meth:`open` and close it (or use it as a context manager): it holds a connection
+    pool. Each verb hands the runtime (:class:`~relay.engine.runtime.Context`) to a
+    function of :mod:`relay.engine.verbs` (see docs/architecture.md)."""
 
-    return getattr(importlib.import_module(module), name)
-
-
-class Relay(service.Relay):
-    """Conversation commands over one store, with an injectable clock.
-
-    Open it with :meth:`open` and close it (or use it as a context manager): it
-    holds a database connection pool.
-    """
+    def __init__(self, store: Store, config: Config, clock: Clock | None = None) -> None:
+        self._rt = Context(store, config, clock)
 
     @classmethod
     def open(cls, config: Config | str | Path | None = None, clock: Clock | None = None) -> Relay:
-        """Open the store a configuration names.
-
-        ``config`` is a :class:`Config`, or the path of a ``relay.toml``, or None
-        for what the ``relay`` command would use in the current directory
-        (``RELAY_CONFIG``, ``./relay.toml`` if present, ``RELAY_*`` variables,
-        then the built-in defaults: a SQLite file under ``.relay/``).
-        """
+        """Open the store ``config`` names: a :class:`Config`, the path of a
+        ``relay.toml``, or None for what the ``relay`` command would use here
+        (``RELAY_CONFIG``, ``./relay.toml``, ``RELAY_*`` variables, the defaults)."""
         if not isinstance(config, Config):
             config = load_config(config)
-        return super().open(config, clock)
+        return cls(
+            open_store(config.database_url, create=config.uses_default_database), config, clock
+        )
 
     def close(self) -> None:
         self.store.dispose()
@@ -161,63 +82,290 @@ class Relay(service.Relay):
     def __enter__(self) -> Relay:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- verbs that span the engine ------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self._rt.store
+
+    @property
+    def config(self) -> Config:
+        return self._rt.config
+
+    @property
+    def clock(self) -> Clock:
+        return self._rt.clock
+
+    @property
+    def actor(self) -> str | None:
+        """Who runs operator commands, for the audit log (None: the OS user)."""
+        return self._rt.actor
+
+    @actor.setter
+    def actor(self, name: str | None) -> None:
+        self._rt.actor = name
+
+    def now(self) -> datetime:
+        return self._rt.now()
+
+    def normalise(self, contact: str) -> str:
+        """``contact`` as relay stores it (E.164, a lower-cased email address)."""
+        return addresses.normalise(self._rt, contact)
 
     def start(
-        self, contact: str, objective: str, todos: Any, *, defer: bool = False, **options: Any
+        self,
+        contact: str,
+        objective: str,
+        todos: Sequence[str | Mapping[str, Any]],
+        *,
+        defer: bool = False,
+        **options: Any,
     ) -> InstanceView:
-        """Create a conversation and, unless ``defer``, run its first turn now.
+        """Create a conversation and, unless ``defer``, run its first turn now (``options``:
+        :func:`.starting.prepare`; ``first_message_status``: :func:`.starting._first_turn`)."""
+        return starting.start(self._rt, contact, objective, todos, defer=defer, **options)
 
-        The view's ``first_message`` and ``first_message_status`` say what was
-        said and whether the channel took it (``sent``), will retry (``queued``),
-        or did not (``failed``, ``blocked``); both are None when no first turn ran
-        (deferred, queued behind another conversation, held for the window).
-        """
-        return super().start(contact, objective, todos, defer=defer, **options)
+    def import_csv(
+        self, path: str | Path, objective: str, todos: Sequence[str], **options: Any
+    ) -> ImportReport:
+        """A conversation per CSV row (``relay import``); ``options``: see
+        :func:`relay.engine.verbs.csv_import.import_csv`."""
+        from relay.engine.verbs.csv_import import import_csv
 
-    def run_due(self, *, poll: bool = True, owner: str | None = None) -> PulseReport:
-        """Do all work that is due now, once: poll channels, fire heartbeats, run
-        turns, deliver (what ``relay tick`` does; a daemon does it on a schedule)."""
-        import os
-        import socket
+        return import_csv(self._rt, path, objective, todos, **options)
 
-        from relay.runner.pulse import Pulse
+    def get(self, instance_id: str) -> InstanceView:
+        return conversations.get(self._rt, instance_id)
 
-        who = owner or f"api:{socket.gethostname()}:{os.getpid()}"
-        return Pulse(self, owner=who).run(poll=poll)
+    instance = get  # the plain name a program reads best
+
+    def instances(
+        self,
+        *,
+        state: str | None = None,
+        contact: str | None = None,
+        limit: int = 50,
+        campaign: str | None = None,
+    ) -> list[InstanceView]:
+        """Instances newest first, optionally filtered by state, contact and campaign."""
+        return conversations.instances(
+            self._rt, state=state, contact=contact, limit=limit, campaign=campaign
+        )
+
+    def transcript(self, instance_id: str) -> list[MessageView]:
+        return conversations.transcript(self._rt, instance_id)
+
+    def history(self, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
+        """The transition log; with ``commands``, the audited operator commands too."""
+        return conversations.history(self._rt, instance_id, commands=commands)
+
+    def pause(
+        self, instance_id: str, *, reason: str | None = None, until: datetime | None = None
+    ) -> InstanceView:
+        return conversations.pause(self._rt, instance_id, reason=reason, until=until)
+
+    def resume(self, instance_id: str, *, actor: str = OPERATOR) -> InstanceView:
+        return conversations.resume(self._rt, instance_id, actor=actor)
+
+    def cancel(self, instance_id: str, *, reason: str | None = None) -> InstanceView:
+        return conversations.cancel(self._rt, instance_id, reason=reason)
+
+    def send(self, instance_id: str, text: str, *, actor: str = OPERATOR) -> MessageView:
+        """Queue an operator message (from NEEDS_HUMAN_INTERVENTION, it is the turn)."""
+        return conversations.send(self._rt, instance_id, text, actor=actor)
+
+    def retry(self, message_id: int) -> MessageView:
+        """Queue a failed delivery, or one whose fate a crash left unknown, again;
+        refused unless its conversation is live."""
+        return conversations.retry(self._rt, message_id)
 
     def deliver(self, message_id: int) -> MessageView:
-        """Try to deliver one queued message now, after what of its conversation is
-        due before it (a conversation's messages go in order); it stays queued if it
-        cannot go."""
-        from relay.engine.backends import Channels
-        from relay.engine.outbox.dispatcher import Dispatcher
-        from relay.engine.verbs import operations
+        """Deliver one queued message now, after what of its conversation is due first."""
+        return conversations.deliver(self._rt, message_id)
 
-        batch = self.config.settings.daemon.batch
-        Dispatcher(self, Channels(self)).deliver_due(batch, message_id=message_id)
-        with self.store.read_transaction() as session:
-            return operations.message_view(session, message_id)
+    def receive(
+        self,
+        contact: str,
+        text: str,
+        *,
+        channel: str = "cli",
+        provider_message_id: str | None = None,
+    ) -> MessageView:
+        """Store an inbound message and route it to the contact's live conversation."""
+        return incoming_verbs.receive(
+            self._rt, contact, text, channel=channel, provider_message_id=provider_message_id
+        )
+
+    def ingest(
+        self,
+        channel: str,
+        incoming: Incoming,
+        *,
+        read_from: str | object | None = incoming_verbs.UNREAD,
+    ) -> IngestReport:
+        """Store what a channel brought in, with its new position, in one transaction."""
+        return incoming_verbs.ingest(self._rt, channel, incoming, read_from=read_from)
+
+    def poll(self, channel: str) -> IngestReport:
+        """Ask one channel what arrived and store it with its new position."""
+        return incoming_verbs.poll(self._rt, channel)
+
+    def contact(self, contact: str) -> ContactView:
+        return contact_verbs.contact(self._rt, contact)
+
+    def contact_link(self, channel: str, contact: str) -> ChatLink:
+        """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to ``contact``."""
+        return contact_verbs.contact_link(self._rt, channel, contact)
+
+    def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
+        """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+        return contact_verbs.opt_out(self._rt, contact, reason=reason)
+
+    def opt_in(self, contact: str) -> ContactView:
+        return contact_verbs.opt_in(self._rt, contact)
+
+    def import_opt_outs(
+        self, text: str, *, column: str | None = None, reason: str = "operator list"
+    ) -> OptOutImport:
+        """Opt out every address of a do-not-contact list."""
+        return contact_verbs.import_opt_outs(self._rt, text, column=column, reason=reason)
+
+    def deliverable(self, contact: str) -> ContactView:
+        """Clear the contact's undeliverable mark (audited with the old reason)."""
+        return contact_verbs.deliverable(self._rt, contact)
+
+    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
+        return contact_verbs.set_contact(self._rt, contact, timezone=timezone)
+
+    def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
+        """Contacts newest first, with their fields and conversation counts."""
+        return lookups.contacts(self._rt, campaign=campaign, limit=limit)
+
+    def result(self, instance_id: str) -> ResultView:
+        """Each todo with its status, answer and the message it came from."""
+        return lookups.result(self._rt, instance_id)
+
+    def results(self, instance_ids: Sequence[str]) -> list[ResultView]:
+        return lookups.results(self._rt, instance_ids)
+
+    def events(
+        self,
+        *,
+        since: int | str | None = None,
+        instance_ids: Sequence[str] | None = None,
+        kinds: Sequence[str] | None = None,
+        limit: int = 1000,
+    ) -> list[EventView]:
+        """Events after cursor ``since`` (None: from the start), oldest first."""
+        from relay.engine.verbs.program import read_events
+
+        return read_events(
+            self._rt, since=since, instance_ids=instance_ids, kinds=kinds, limit=limit
+        )
+
+    def wait(
+        self,
+        instance_ids: Sequence[str],
+        *,
+        until: str = "done",
+        timeout: str | timedelta | None = None,
+        since: int | str | None = None,
+        require_daemon: bool = False,
+        on_warning: Callable[[str], None] | None = None,
+        on_poll: Callable[[float], None] | None = None,
+    ) -> WaitOutcome:
+        """Block until ``until`` holds for the instances (see relay.engine.verbs.waiting)."""
+        from relay.engine.verbs.waiting import wait
+
+        return wait(
+            self._rt,
+            instance_ids,
+            until=until,
+            timeout=timeout,
+            since=since,
+            require_daemon=require_daemon,
+            on_warning=on_warning,
+            on_poll=on_poll,
+        )
+
+    def unattended(self) -> list[str]:
+        """A warning when work is due and no daemon is alive to do it (else empty)."""
+        return lookups.unattended_warnings(self._rt)
+
+    def status(self) -> StatusView:
+        return lookups.status(self._rt)
+
+    def stats(
+        self, *, campaign: str | None = None, since: str | timedelta | None = None
+    ) -> StatsView:
+        """The funnel of the conversations started within ``since`` (e.g. 7d)."""
+        return lookups.stats(self._rt, campaign=campaign, since=since)
+
+    def watch(
+        self,
+        *,
+        state: str | None = None,
+        contact: str | None = None,
+        campaign: str | None = None,
+        finished: bool = False,
+        limit: int = 100,
+    ) -> list[WatchRow]:
+        """``relay watch``'s rows: needs-human first, then the latest changed."""
+        return lookups.watch(
+            self._rt,
+            state=state,
+            contact=contact,
+            campaign=campaign,
+            finished=finished,
+            limit=limit,
+        )
+
+    def inbox(self, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
+        """Inbound no conversation took (unrouted, late, rejected), newest first."""
+        return lookups.inbox(self._rt, kinds=kinds, limit=limit)
+
+    def drafts(self, instance_id: str | None = None) -> list[DraftView]:
+        """The agent's drafts awaiting approval, oldest first (``relay drafts``)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.pending(self._rt, instance_id)
+
+    def approve(self, message_id: int, *, text: str | None = None) -> MessageView:
+        """Queue a draft, or ``text`` in its place (the edit is recorded)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.approve(self._rt, message_id, actor=self._rt.who(), text=text)
+
+    def reject(self, message_id: int, *, reason: str) -> MessageView:
+        """Discard a draft; the next turn reads ``reason`` (``relay reject``)."""
+        from relay.engine.verbs import drafts
+
+        return drafts.reject(self._rt, message_id, actor=self._rt.who(), reason=reason)
+
+    def run_due(self, *, poll: bool = True, owner: str | None = None) -> PulseReport:
+        """Do all work due now, once: poll, heartbeats, turns, deliveries (``relay tick``)."""
+        from relay.runner.pulse import run_once
+
+        return run_once(self._rt, poll=poll, owner=owner)
 
     def check(self) -> list[Finding]:
         """Broken invariants and backends that cannot work (``relay doctor``)."""
         from relay.engine.verbs.doctor import examine
 
-        return examine(self)
+        return examine(self._rt)
 
     def repair(self) -> list[Finding]:
         """Fix what can be fixed safely (``relay doctor --repair``)."""
         from relay.engine.verbs.doctor import repair
 
-        return repair(self)
+        return repair(self._rt)
+
+    def notices(self) -> list[Finding]:
+        """What breaks no rule but a person should see (``relay doctor``'s warnings)."""
+        from relay.engine.verbs.doctor import notices
+
+        return notices(self._rt)
 
     def upgrade(self) -> None:
         """Migrate the database to this relay's schema (``relay db upgrade``)."""
@@ -225,12 +373,23 @@ class Relay(service.Relay):
 
         upgrade(self.store)
 
+    def run_daemon(self) -> None:
+        """Be the daemon in this process until SIGTERM/SIGINT (``relay daemon``)."""
+        from relay.runner.foreground import run_daemon
+
+        run_daemon(self._rt)
+
+    def serve_http(self, host: str, port: int, *, max_body: int | None = None) -> None:
+        """Serve the inbound HTTP endpoint until SIGTERM/SIGINT (``relay serve``)."""
+        from relay.runner.serve import MAX_BODY, serve
+
+        serve(self._rt, host, port, max_body=max_body or MAX_BODY)
+
     def serve_mcp(
         self, *, http: bool = False, host: str | None = None, port: int | None = None
     ) -> None:
-        """Serve the verbs as MCP tools on stdin/stdout until the client leaves, or with
-        ``http`` over Streamable HTTP until SIGINT/SIGTERM, a bearer token required
-        (``relay mcp [--http]``; needs ``relay-outreach[mcp]``)."""
+        """Serve the verbs as MCP tools on stdio, or over HTTP (``relay mcp [--http]``);
+        commands are audited as ``mcp:<user>`` unless :attr:`actor` is set."""
         try:
             from relay.engine.verbs.mcp_server import serve
             from relay.runner import mcp_http
@@ -238,163 +397,5 @@ class Relay(service.Relay):
             raise ConfigError(
                 "relay mcp needs the MCP SDK: pip install 'relay-outreach[mcp]'"
             ) from None
-        mcp_http.serve(self, host, port) if http else serve(self)
-
-    def poll(self, channel: str) -> IngestReport:
-        """Ask one channel what arrived and store it with its new position."""
-        position = self.channel_position(channel)
-        from relay.engine.backends import Channels
-
-        incoming = Channels(self).get(channel).poll(position)
-        return self.ingest(channel, incoming, read_from=position)
-
-    def notices(self) -> list[Finding]:
-        """What breaks no rule but a person should look at: late replies, inbound
-        from no usable address (``relay doctor`` prints them as warnings)."""
-        from relay.engine.verbs.doctor import notices
-
-        return notices(self)
-
-    def run_daemon(self) -> None:
-        """Be the daemon in this process until SIGTERM/SIGINT (``relay daemon``):
-        holds the PID file under the data directory and, on SQLite, the database's
-        daemon lock, so a second daemon here is refused."""
-        from relay.runner.foreground import run_daemon
-
-        run_daemon(self)
-
-    def serve_http(self, host: str, port: int, *, max_body: int | None = None) -> None:
-        """Serve the inbound HTTP endpoint until SIGTERM/SIGINT (``relay serve``)."""
-        from relay.runner.serve import MAX_BODY, serve
-
-        serve(self, host, port, max_body=max_body or MAX_BODY)
-
-    # -- drafts a person approves (``[agent] approval``) -----------------------------
-
-    def drafts(self, instance_id: str | None = None) -> list[DraftView]:
-        """The agent's drafts awaiting approval, oldest first (``relay drafts``)."""
-        from relay.engine.verbs import drafts
-
-        return drafts.pending(self, instance_id)
-
-    def approve(self, message_id: int, *, text: str | None = None) -> MessageView:
-        """Send a draft, or ``text`` in its place (the edit is recorded); the message
-        that goes out, queued: the delivery gate still decides (``relay approve``)."""
-        from relay.engine.verbs import drafts
-
-        return drafts.approve(self, message_id, actor=self.who(), text=text)
-
-    def reject(self, message_id: int, *, reason: str) -> MessageView:
-        """Discard a draft; the next turn reads ``reason`` (``relay reject``)."""
-        from relay.engine.verbs import drafts
-
-        return drafts.reject(self, message_id, actor=self.who(), reason=reason)
-
-    # -- plain names for reads ------------------------------------------------------
-
-    def instance(self, instance_id: str) -> InstanceView:
-        return self.get(instance_id)
-
-
-# -- the database, before a Relay can be opened ------------------------------------
-
-
-@dataclass(frozen=True)
-class SchemaRevision:
-    """The schema revision a database is at, and the one this relay needs."""
-
-    current: str | None
-    head: str
-
-    @property
-    def up_to_date(self) -> bool:
-        return self.current == self.head
-
-    @property
-    def newer(self) -> bool:
-        """The database was migrated by a newer relay."""
-        from relay.store.database import is_newer
-
-        return self.current is not None and is_newer(self.current)
-
-
-def create_database(config: Config) -> None:
-    """Create and migrate the configured database if it is empty (``relay init``)."""
-    open_store(config.database_url, create=True).dispose()
-
-
-def schema_revision(config: Config) -> SchemaRevision:
-    from relay.store.database import HEAD_REVISION
-
-    store = open_store(config.database_url, check=False)
-    try:
-        return SchemaRevision(store.revision(), HEAD_REVISION)
-    finally:
-        store.dispose()
-
-
-def upgrade_schema(config: Config, revision: str = "head") -> tuple[str | None, str | None]:
-    """Migrate the database up to ``revision``; returns the revisions before and after."""
-    from relay.store import migrate
-
-    store = open_store(config.database_url, check=False)
-    try:
-        before = store.revision()
-        migrate.upgrade(store, revision)
-        return before, store.revision()
-    finally:
-        store.dispose()
-
-
-def downgrade_schema(config: Config, revision: str) -> str | None:
-    """Migrate the database down to ``revision`` (``base`` drops everything); this
-    destroys what the older schema has no room for. Returns the revision after."""
-    from relay.store import migrate
-
-    store = open_store(config.database_url, check=False)
-    try:
-        migrate.downgrade(store, revision)
-        return store.revision()
-    finally:
-        store.dispose()
-
-
-# -- the daemon as a process ---------------------------------------------------------
-
-
-def daemon_log_path(config: Config) -> Path:
-    """Where a detached daemon logs unless told otherwise."""
-    from relay.runner import process
-
-    return config.data_dir / process.LOG_NAME
-
-
-def daemon_pid(config: Config) -> int | None:
-    """The pid of the daemon started for this configuration's data directory, if it runs."""
-    from relay.runner import process
-
-    return process.running_pid(config.data_dir / process.PID_NAME)
-
-
-def stop_daemon(config: Config, timeout: float = 30.0) -> int | None:
-    """SIGTERM the daemon started here and wait for it to stop; its pid, or None if
-    none was running."""
-    from relay.runner import process
-
-    return process.stop(config.data_dir / process.PID_NAME, timeout)
-
-
-def start_daemon(config: Config, cli_args: list[str], log_path: Path) -> int:
-    """Start ``relay CLI_ARGS`` as a detached daemon and wait until it has taken
-    its PID file; returns its pid. Refused (a :class:`RelayError`) while one runs."""
-    from relay.runner import process
-
-    return process.spawn_daemon(cli_args, config.data_dir / process.PID_NAME, log_path)
-
-
-def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:
-    """A whole conversation on a throw-away database with a simulated contact
-    (``relay demo``); ``on_event`` hears each step as a line of text."""
-    from relay.runner.demo import run_demo
-
-    return run_demo(on_event)
+        self._rt.actor = self._rt.actor or f"mcp:{self._rt.who()}"
+        mcp_http.serve(self._rt, host, port) if http else serve(self._rt)

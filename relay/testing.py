@@ -28,7 +28,7 @@ from relay.core.clock import ensure_utc
 from relay.core.turns import Action, TurnContext
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.api import Relay
     from relay.runner.pulse import PulseReport
     from relay.store.models import Instance, Message
 

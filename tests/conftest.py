@@ -340,8 +340,9 @@ def clock(relay_clock: Any) -> Any:
 @pytest.fixture
 def make_relay() -> Iterator[Callable[..., Any]]:
     """``make_relay(db_url, clock=None, **config_overrides)`` -> a Relay on a new engine."""
+    from engine_relay import EngineRelay as Relay
+
     from relay.config import load_config
-    from relay.engine.verbs.service import Relay
     from relay.store.database import Store, make_engine
 
     stores: list[Any] = []

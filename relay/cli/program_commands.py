@@ -212,10 +212,7 @@ def mcp(
     """Serve relay's verbs as MCP tools (start, status, show, transcript, result, wait,
     send, pause, resume, cancel, events, drafts, approve, reject): on stdin/stdout, or
     with --http over Streamable HTTP on loopback. Needs relay-outreach[mcp]."""
-    relay = state.relay()
-    if relay.actor is None:
-        relay.actor = f"mcp:{relay.who()}"
-    relay.serve_mcp(http=http, host=host, port=port)
+    state.relay().serve_mcp(http=http, host=host, port=port)
 
 
 def register(app: typer.Typer) -> None:

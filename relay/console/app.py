@@ -6,7 +6,8 @@ a little JavaScript for live updates from ``/ui/events`` (server-sent events
 from the event log, resuming from its cursor), no build step. Every request but
 the sign-in page and the static files needs a session; every POST needs the
 session's CSRF token, and an action needs the operator role. Actions go through
-:class:`relay.api.Relay`, so the state machine refuses exactly as on the CLI;
+the verbs :class:`relay.api.Relay` delegates to (:mod:`relay.engine.verbs`), so the
+state machine refuses exactly as on the CLI;
 the refusal is shown on the page.
 """
 
@@ -37,9 +38,12 @@ from starlette.staticfiles import StaticFiles
 from relay.console import auth, pages
 from relay.core.errors import InvalidInput, NotFound, RelayError
 from relay.core.states import NEEDS_PERSON_STATE
+from relay.engine.runtime import Context
+from relay.engine.verbs import conversations
+from relay.engine.verbs.program import read_events
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.console")
 
@@ -55,10 +59,10 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class Console:
-    """The pages over one :class:`Relay` whose actions are audited as the console's."""
+    """The pages over one relay's runtime, whose actions are audited as the console's."""
 
     def __init__(
-        self, relay: Relay, gate: auth.Gate, throttle: auth.Throttle | None = None
+        self, relay: Context, gate: auth.Gate, throttle: auth.Throttle | None = None
     ) -> None:
         self.relay = relay
         self.gate = gate
@@ -210,14 +214,14 @@ class Console:
         relay = self.relay
         reason = (form.get("reason") or "").strip() or None
         if verb == "pause":
-            return lambda: relay.pause(instance_id, reason=reason)
+            return lambda: conversations.pause(relay, instance_id, reason=reason)
         if verb == "resume":
-            return lambda: relay.resume(instance_id)
+            return lambda: conversations.resume(relay, instance_id)
         if verb == "cancel":
-            return lambda: relay.cancel(instance_id, reason=reason)
+            return lambda: conversations.cancel(relay, instance_id, reason=reason)
         if verb == "send":
             text = form.get("text") or ""
-            return lambda: relay.send(instance_id, text)
+            return lambda: conversations.send(relay, instance_id, text)
         raise NotFound(f"no action {verb!r}")
 
     # -- live updates ----------------------------------------------------------------
@@ -247,7 +251,7 @@ class Console:
         loop = asyncio.get_running_loop()
         ends = loop.time() + STREAM_SECONDS
         while loop.time() < ends and not await request.is_disconnected():
-            found = await run_in_threadpool(self.relay.events, since=cursor, limit=200)
+            found = await run_in_threadpool(read_events, self.relay, since=cursor, limit=200)
             for event in found:
                 cursor = event.id
                 data = {"kind": event.kind, "instance_id": event.instance_id}
@@ -338,10 +342,9 @@ def page_link(params: Any) -> Callable[[int], str]:
     return link
 
 
-def build(relay: Relay) -> Mount:
+def build(relay: Runtime) -> Mount:
     """``/ui`` for ``relay serve``: refused at start (a ConfigError) when no
     credential is configured."""
     gate = auth.Gate.from_settings(relay.config.settings.console)
-    console_relay = type(relay)(relay.store, relay.config, relay.clock)
-    console_relay.actor = "console"
+    console_relay = Context(relay.store, relay.config, relay.clock, actor="console")
     return Mount(PREFIX, routes=Console(console_relay, gate).routes())

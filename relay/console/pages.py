@@ -1,4 +1,5 @@
-"""What each console page shows, read through :class:`relay.api.Relay` and the
+"""What each console page shows, read through the verbs :class:`relay.api.Relay`
+delegates to and the
 store's named reads (blocking: the routes run these in a worker thread).
 
 Nothing here decides about a conversation: the actions call the same verbs as
@@ -24,11 +25,14 @@ from relay.core.states import (
     State,
     TurnReason,
 )
+from relay.engine.contacts.addresses import normalise
+from relay.engine.verbs import contact_verbs, lookups
+from relay.engine.verbs import conversations as conversation_verbs
 from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 PAGE_SIZE = 50
 #: The funnel's bars on the Campaigns page, in order (``relay stats``' names).
@@ -114,7 +118,7 @@ class ListRow:
     next: str
 
 
-def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
+def conversations(relay: Runtime, query: PageQuery) -> dict[str, Any]:
     """The Conversations page (and Needs a person's, with its query)."""
     from relay.store import queries, reads
 
@@ -156,33 +160,33 @@ def conversations(relay: Relay, query: PageQuery) -> dict[str, Any]:
     }
 
 
-def channel_names(relay: Relay) -> list[str]:
+def channel_names(relay: Runtime) -> list[str]:
     """The configured channels (for the list's filter), not a scan of conversations."""
     names = {relay.config.settings.defaults.channel, "console"}
     names |= {key.split(".")[1] for key in relay.config.values if key.startswith("channels.")}
     return sorted(names)
 
 
-def _as_address(relay: Relay, contact: str | None) -> str | None:
+def _as_address(relay: Runtime, contact: str | None) -> str | None:
     """``contact`` as a normalised address if it is one (else None: a name's part)."""
     if not contact:
         return None
     try:
-        return relay.normalise(contact)
+        return normalise(relay, contact)
     except RelayError:
         return None
 
 
-def conversation(relay: Relay, instance_id: str) -> dict[str, Any]:
+def conversation(relay: Runtime, instance_id: str) -> dict[str, Any]:
     """A conversation's page: the instance, its transcript, history and contact."""
-    instance = relay.get(instance_id)
-    person = relay.contact(instance.contact)
+    instance = conversation_verbs.get(relay, instance_id)
+    person = contact_verbs.contact(relay, instance.contact)
     return {
         "instance": instance,
         "name": contact_name(person.fields),
         "person": person,
-        "transcript": relay.transcript(instance.id),
-        "history": relay.history(instance.id, commands=True),
+        "transcript": conversation_verbs.transcript(relay, instance.id),
+        "history": conversation_verbs.history(relay, instance.id, commands=True),
         "actions": allowed_actions(instance.state, instance.previous_state),
     }
 
@@ -206,9 +210,9 @@ def allowed_actions(state: str, previous: str | None) -> list[str]:
     return actions
 
 
-def campaigns(relay: Relay, chosen: str | None) -> dict[str, Any]:
+def campaigns(relay: Runtime, chosen: str | None) -> dict[str, Any]:
     """The Campaigns page: the funnel, first replies per day, the median time to reply."""
-    stats = relay.stats(campaign=chosen)
+    stats = lookups.stats(relay, campaign=chosen)
     since = (relay.now() - timedelta(days=REPLY_DAYS - 1)).replace(
         hour=0, minute=0, second=0, microsecond=0
     )

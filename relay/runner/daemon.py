@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.daemon")
 
@@ -74,7 +74,7 @@ def daemon_identity() -> str:
 
 @dataclass
 class DaemonRunner:
-    relay: Relay
+    relay: Runtime
     ident: str = field(default_factory=daemon_identity)
     stopping: threading.Event = field(default_factory=threading.Event)
     scheduler: BlockingScheduler | None = None

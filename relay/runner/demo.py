@@ -15,8 +15,9 @@ from pathlib import Path
 
 from relay.config import DEFAULTS, Config
 from relay.core.states import ENDED, NEEDS_PERSON, TAKES_REPLIES, values
+from relay.engine.runtime import Context
 from relay.engine.turns.runner import start_now
-from relay.engine.verbs.service import Relay
+from relay.engine.verbs import conversations, incoming, lookups, starting
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import ResultView
 from relay.runner.pulse import Pulse
@@ -70,15 +71,15 @@ def demo_config() -> Iterator[Config]:
 
 def run_demo(on_event: Callable[[str], None] = lambda _: None) -> DemoResult:
     with demo_config() as config:
-        relay = Relay(open_store(config.database_url, create=True), config)
+        relay = Context(open_store(config.database_url, create=True), config)
         try:
             return _converse(relay, on_event)
         finally:
             relay.store.dispose()
 
 
-def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
-    view = relay.start(CONTACT, OBJECTIVE, list(TODOS))
+def _converse(relay: Context, on_event: Callable[[str], None]) -> DemoResult:
+    view = starting.start(relay, CONTACT, OBJECTIVE, list(TODOS))
     on_event(f"started {view.id} with {view.contact}: {view.state}")
     outcome = start_now(relay, view.id, owner="demo")
     for text in outcome.messages if outcome else ():
@@ -86,19 +87,22 @@ def _converse(relay: Relay, on_event: Callable[[str], None]) -> DemoResult:
     pulse = Pulse(relay, owner="demo")
     answers = iter(ANSWERS)
     for _ in range(MAX_ROUNDS):
-        view = relay.get(view.id)
+        view = conversations.get(relay, view.id)
         if view.state in values(ENDED | NEEDS_PERSON):
             break
         if view.state in values(TAKES_REPLIES):
             answer = next(answers, "That's all from me.")
             on_event(f"contact → {answer}")
-            relay.receive(CONTACT, answer)
+            incoming.receive(relay, CONTACT, answer)
         report = pulse.run()
         for turn in report.turns:
             for text in turn.messages:
                 on_event(f"relay  → {text}")
-    final = relay.get(view.id)
+    final = conversations.get(relay, view.id)
     on_event(f"ended {final.id}: {final.state} ({final.end_reason or final.failure_reason or '-'})")
     return DemoResult(
-        final, relay.transcript(view.id), relay.history(view.id), relay.result(view.id)
+        final,
+        conversations.transcript(relay, view.id),
+        conversations.history(relay, view.id),
+        lookups.result(relay, view.id),
     )

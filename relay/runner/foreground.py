@@ -13,10 +13,10 @@ from relay.runner.daemon import DaemonRunner
 from relay.runner.process import PID_NAME, PidFile, SingleDaemonLock, sqlite_path
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 
-def run_daemon(relay: Relay) -> None:
+def run_daemon(relay: Runtime) -> None:
     """Run the daemon in this process until SIGTERM/SIGINT, holding the PID file
     under the data directory and, on SQLite, the database's daemon lock."""
     pid_file = PidFile(relay.config.data_dir / PID_NAME)
@@ -27,7 +27,7 @@ def run_daemon(relay: Relay) -> None:
         pid_file.release()
 
 
-def _run_locked(relay: Relay) -> None:
+def _run_locked(relay: Runtime) -> None:
     lock = None
     db_file = sqlite_path(relay.config.database_url)
     if db_file is not None:

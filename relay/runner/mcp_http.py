@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Context
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -34,7 +34,7 @@ PATH = "/mcp"
 log = logging.getLogger("relay.mcp")
 
 
-def token_of(relay: Relay) -> str:
+def token_of(relay: Context) -> str:
     """The bearer token from the environment; a configuration error without one."""
     name = relay.config.settings.mcp.token_env
     token = os.environ.get(name, "").strip()
@@ -46,7 +46,7 @@ def token_of(relay: Relay) -> str:
     return token
 
 
-def origins_of(relay: Relay) -> tuple[str, ...]:
+def origins_of(relay: Context) -> tuple[str, ...]:
     return tuple(o.strip() for o in relay.config.settings.mcp.origins.split(",") if o.strip())
 
 
@@ -96,7 +96,7 @@ async def _refuse(send: Send, status: int, message: str, *, challenge: bool = Fa
     await send({"type": "http.response.body", "body": body})
 
 
-def build_app(relay: Relay, host: str) -> App:
+def build_app(relay: Context, host: str) -> App:
     """The guarded ASGI app (the SDK's Streamable HTTP app inside)."""
     from relay.engine.verbs.mcp_server import build_server
 
@@ -106,7 +106,7 @@ def build_app(relay: Relay, host: str) -> App:
     return Guard(inner, token_of(relay), origins_of(relay))
 
 
-def serve(relay: Relay, host: str | None = None, port: int | None = None) -> None:
+def serve(relay: Context, host: str | None = None, port: int | None = None) -> None:
     """Serve until SIGINT/SIGTERM; says on stderr where (``port`` 0: a free one)."""
     import uvicorn
 

@@ -38,7 +38,7 @@ from relay.core.states import State
 from relay.core.values import MessageStatus
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 QUANTILES = (0.5, 0.9, 0.99)
@@ -55,7 +55,7 @@ class StoreCollector:
     """Reads the store once per scrape (a few indexed statements and one grouped
     scan of the outbound messages) and yields the metric families."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Runtime) -> None:
         self.relay = relay
 
     def describe(self) -> list[Metric]:
@@ -143,7 +143,7 @@ def _turns(seconds: list[float]) -> Metric:
     return summary
 
 
-def exposition(relay: Relay) -> bytes:
+def exposition(relay: Runtime) -> bytes:
     """The text a scrape gets."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(relay))
@@ -154,7 +154,7 @@ class MetricsEndpoint:
     """``GET /metrics``; with ``[metrics] token_env`` set, only for
     ``Authorization: Bearer <token>``."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Runtime) -> None:
         self.relay = relay
         settings = relay.config.settings.metrics
         self.token_env = settings.token_env

@@ -19,10 +19,11 @@ from relay.engine.backends import Channels
 from relay.engine.conversation import heartbeat
 from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
 from relay.engine.turns.runner import TurnOutcome, TurnRunner
+from relay.engine.verbs import incoming
 from relay.engine.verbs.notify import notify_due
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.pulse")
 
@@ -84,15 +85,14 @@ class PulseReport:
 
 
 class Pulse:
-    def __init__(self, relay: Relay, owner: str) -> None:
+    def __init__(self, relay: Runtime, owner: str) -> None:
         self.relay = relay
         self.owner = owner
-        self.turns = TurnRunner(relay, owner)
         self.channels = Channels(relay)
         self.dispatcher = Dispatcher(relay, self.channels, owner)
         # The turns' new outbox rows are leased to the dispatcher in their commit and
         # sent right after each batch (after_batch), without a claim.
-        self.turns.committer.outbox = self.dispatcher
+        self.turns = TurnRunner(relay, owner, outbox=self.dispatcher)
         self.batch = relay.config.settings.daemon.batch
 
     def run(
@@ -132,7 +132,7 @@ class Pulse:
         """Ask every configured channel what arrived after its stored position.
 
         The channel is called outside any transaction; what it returns is stored
-        with its new position in one transaction (:meth:`Relay.ingest`). Should
+        with its new position in one transaction (:func:`incoming.ingest`). Should
         that fail (a locked database, an outage), the position stays where it was
         and the next poll reads the same messages again.
         """
@@ -151,14 +151,24 @@ class Pulse:
         return received
 
     def _poll_channel(self, name: str) -> int:
-        position = self.relay.channel_position(name)
-        incoming = self.channels.get(name).poll(position)
-        if not incoming.messages and not incoming.receipts and incoming.cursor in (None, position):
+        position = incoming.channel_position(self.relay, name)
+        batch = self.channels.get(name).poll(position)
+        if not batch.messages and not batch.receipts and batch.cursor in (None, position):
             return 0
-        stored = self.relay.ingest(name, incoming, read_from=position)
+        stored = incoming.ingest(self.relay, name, batch, read_from=position)
         if stored.rejected:
             log.warning("channel %s: %s inbound message(s) kept aside", name, stored.rejected)
         return stored.stored
+
+
+def run_once(relay: Runtime, *, poll: bool = True, owner: str | None = None) -> PulseReport:
+    """One pass as ``relay tick`` or a program's ``run_due`` makes it (``owner``: who
+    holds the claims; by default this host and process)."""
+    import os
+    import socket
+
+    who = owner or f"api:{socket.gethostname()}:{os.getpid()}"
+    return Pulse(relay, owner=who).run(poll=poll)
 
 
 def _promotes(outcome: TurnOutcome) -> bool:

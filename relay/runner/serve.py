@@ -1,8 +1,8 @@
 """``relay serve``: the inbound HTTP endpoint (Starlette on uvicorn).
 
 It only stores what arrives: each request is verified, parsed into an
-:class:`Incoming` and handed to ``Relay.ingest`` (one transaction), then
-answered at once; the daemon does the work (agent turns, deliveries). A request
+:class:`Incoming` and stored by :func:`relay.engine.verbs.incoming.ingest` (one
+transaction), then answered at once; the daemon does the work (agent turns, deliveries). A request
 that fails verification is refused with 403 and logged without its body, so a
 forged request stores nothing and leaks nothing into the log.
 
@@ -35,7 +35,7 @@ from relay.runner.serve_http import MAX_BODY, Endpoint, Refused
 from relay.runner.serve_routes import Handlers
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.serve")
 
@@ -102,7 +102,7 @@ async def _refusing(request: Request, handler: Any, trouble: Trouble) -> Respons
         return PlainTextResponse(refused.reason + "\n", status_code=refused.status)
 
 
-def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
+def build_app(relay: Runtime, *, max_body: int = MAX_BODY) -> Starlette:
     """The ASGI app; ``relay serve`` runs it on uvicorn, tests may call it directly."""
     endpoint = Endpoint(relay, max_body)
     handlers = Handlers(endpoint)
@@ -137,7 +137,7 @@ def build_app(relay: Relay, *, max_body: int = MAX_BODY) -> Starlette:
     )
 
 
-def serve(relay: Relay, host: str, port: int, *, max_body: int = MAX_BODY) -> None:
+def serve(relay: Runtime, host: str, port: int, *, max_body: int = MAX_BODY) -> None:
     """Run until SIGINT/SIGTERM (uvicorn finishes the requests in flight)."""
     import uvicorn
 
@@ -155,7 +155,7 @@ def serve(relay: Relay, host: str, port: int, *, max_body: int = MAX_BODY) -> No
     log.info("relay serve stopped")
 
 
-def check_bind(relay: Relay, host: str) -> None:
+def check_bind(relay: Runtime, host: str) -> None:
     """The console listens on loopback only unless ``[console] allow_remote``: put
     it behind a TLS reverse proxy instead (docs/operations.md)."""
     import ipaddress

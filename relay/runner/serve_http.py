@@ -21,9 +21,10 @@ from starlette.responses import Response
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
+from relay.engine.verbs import incoming as incoming_verbs
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 MAX_BODY = 64 * 1024
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
@@ -40,10 +41,10 @@ class Refused(Exception):
 
 
 class Endpoint:
-    """The handlers, over one :class:`Relay` (its store's connection pool is shared
+    """The handlers, over one relay's runtime (its store's connection pool is shared
     by the worker threads that run ``ingest``)."""
 
-    def __init__(self, relay: Relay, max_body: int = MAX_BODY) -> None:
+    def __init__(self, relay: Runtime, max_body: int = MAX_BODY) -> None:
         self.relay = relay
         self.max_body = max_body
         self.channels = Channels(relay)
@@ -75,7 +76,9 @@ class Endpoint:
 
     async def ingest(self, name: str, incoming: Incoming) -> None:
         messages = [with_content_id(item, time.time()) for item in incoming.messages]
-        await run_in_threadpool(self.relay.ingest, name, replace(incoming, messages=messages))
+        await run_in_threadpool(
+            incoming_verbs.ingest, self.relay, name, replace(incoming, messages=messages)
+        )
 
 
 #: A pushed message without a provider id is recognised again within this window.

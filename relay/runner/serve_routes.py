@@ -142,6 +142,7 @@ class Handlers:
         from starlette.concurrency import run_in_threadpool
 
         from relay.engine.contacts import unsubscribe
+
         try:
             address, channel = await run_in_threadpool(unsubscribe.resolve, self.relay, token)
         except RelayError:

@@ -379,8 +379,9 @@ class Chaos:
             self.say(f"errors (exit >= 2): {dict(self.log.errors.most_common(5))}")
 
     def _seed_conversations(self) -> None:
+        from engine_relay import EngineRelay as Relay
+
         from relay.config import load_config
-        from relay.engine.verbs.service import Relay
 
         relay = Relay(self.store, load_config(str(self.cli_config)))
         rng = random.Random(self.settings.seed)

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from chaoslib import Ack, ChaosLog, _after_acknowledged, _duplicates, _lost, _out_of_order
+from engine_relay import EngineRelay as Relay
 
 from relay.core.clock import isoformat
-from relay.engine.verbs.service import Relay
 
 PHONE = "+15551230001"
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
 
 from relay.channels.base import Inbound, Incoming
+from relay.engine.contacts.addresses import address_for
 from relay.engine.inbound import ingest as inbound
 from relay.store import arrivals
 from relay.store.models import Message
@@ -60,7 +62,7 @@ def test_a_second_poller_of_the_same_lines_waits_and_stores_nothing_twice(
         # The first poller is storing the lines (uncommitted) when the second, which
         # read the same lines from the same position, stores them too.
         arrivals.lock_channel(session, "console")
-        inbound.ingest(session, "console", LINES, first.now(), resolve=first.address)
+        inbound.ingest(session, "console", LINES, first.now(), resolve=partial(address_for, first))
         racer = threading.Thread(
             target=lambda: done.append(second.ingest("console", LINES, read_from=None))
         )

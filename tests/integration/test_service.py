@@ -630,8 +630,9 @@ def test_times_are_timezone_aware_utc(relay_api: Any) -> None:
 
 
 def test_relay_open_uses_the_configured_database(db_url: str) -> None:
+    from engine_relay import EngineRelay as Relay
+
     from relay.config import load_config
-    from relay.engine.verbs.service import Relay
 
     relay = Relay.open(load_config(overrides={"database.url": db_url}))
     try:

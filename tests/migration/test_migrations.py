@@ -119,8 +119,9 @@ def test_the_indexes_of_mostly_null_columns_are_partial(empty_store: Store) -> N
 
 
 def test_an_unmigrated_database_is_refused_by_the_api(empty_db_url: str) -> None:
+    from engine_relay import EngineRelay as Relay
+
     from relay.config import load_config
-    from relay.engine.verbs.service import Relay
 
     with pytest.raises(SchemaOutOfDate, match=r"run `relay db upgrade`"):
         Relay.open(load_config(overrides={"database.url": empty_db_url}))

@@ -20,9 +20,12 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.engine.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -184,3 +187,12 @@ def _telegram(raw: str) -> Address:
             "such as telegram:123456789"
         )
     return Address(f"{TELEGRAM_PREFIX}{int(chat)}", "telegram")
+
+
+def address_for(rt: Runtime, contact: str) -> Address:
+    """``contact`` normalised as the configuration reads it (``[defaults] region``)."""
+    return normalise_address(contact, rt.config.settings.defaults.region)
+
+
+def normalise(rt: Runtime, contact: str) -> str:
+    return address_for(rt, contact).value

@@ -8,7 +8,6 @@ records the message's id and length, not its text.
 
 from __future__ import annotations
 
-import getpass
 from datetime import datetime
 from typing import Any
 
@@ -16,18 +15,11 @@ from sqlalchemy.orm import Session
 
 from relay.core.secrets import is_secret_key
 
-#: The actor of a command an operator ran (the person is :func:`os_user` or ``--actor``).
+#: The actor of a command an operator ran (the person is
+#: :func:`relay.engine.runtime.os_user` or ``--actor``).
 OPERATOR = "operator"
 #: Arguments never copied into the log, whatever the command.
 _WITHHELD = frozenset({"text", "body", "message"})
-
-
-def os_user() -> str:
-    """The person at the terminal (``--actor`` overrides it)."""
-    try:
-        return getpass.getuser() or "unknown"
-    except Exception:  # no login name (a container without a passwd entry)
-        return "unknown"
 
 
 def record(
@@ -46,6 +38,7 @@ def record(
     }
     data = {"command": command, "args": kept}
     # Imported here: the event log (and its models) is the write side; a read
-    # command that only asks for OPERATOR or os_user() loads none of it.
+    # command that only asks for OPERATOR loads none of it.
     from relay.engine.conversation import events
+
     events.record(session, events.Kind.COMMAND, instance_id, data, now, actor=actor)

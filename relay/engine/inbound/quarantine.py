@@ -3,7 +3,7 @@
 Everything an arrival carries is made storable first (:mod:`relay.core.storable`:
 no NUL, no lone surrogate, a provider id a column holds), so the usual case stores
 in one transaction as before. Should storing still fail for a reason that is about
-the data (not the database being away), :meth:`Relay.ingest` stores the batch
+the data (not the database being away), :func:`relay.engine.verbs.incoming.ingest` stores the batch
 again item by item, each in a savepoint: an item that fails again is recorded as
 a rejected arrival (``relay inbox --kind rejected``) with the reason, in the same
 transaction that moves the channel's position past it, and the items after it are

@@ -34,6 +34,7 @@ from relay.engine.turns.context import read_contexts
 from relay.store import claims, locked_rows
 
 if TYPE_CHECKING:
+    from relay.engine.outbox.dispatcher import Dispatcher
     from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
@@ -63,10 +64,13 @@ class TurnRunner:
     # Seconds spent in agent calls since the current batch began, by ``timer``.
     _agent_seconds: float = field(default=0.0, init=False, repr=False)
     timer: Callable[[], float] = time.monotonic
+    #: A pulse's dispatcher: the turns' new outbox rows are leased to it in their
+    #: commit and sent right after each batch (:meth:`Dispatcher.deliver_handed`).
+    outbox: Dispatcher | None = None
     committer: TurnCommitter = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.committer = TurnCommitter(self.relay, self.owner)
+        self.committer = TurnCommitter(self.relay, self.owner, self.outbox)
 
     @property
     def lease(self) -> timedelta:

@@ -1,6 +1,6 @@
 """Creating many conversations in one statement per table (``relay import``).
 
-The same rows :meth:`relay.engine.verbs.starting.Starting.create` writes, for a batch:
+The same rows :func:`relay.engine.verbs.starting.create` writes, for a batch:
 contacts found or inserted, locked together, their slots read once; each
 conversation CREATED (taking its contact's slot) or QUEUED behind the holder
 (the state machine decides: ``next_state``), with its todos and transition

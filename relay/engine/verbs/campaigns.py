@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
+from relay.engine.verbs import backend_checks, starting
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
+    from relay.engine.runtime import Context
     from relay.engine.verbs.new_conversation import NewConversation
-    from relay.engine.verbs.service import Relay
 
 CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_e164", "wa_id")
 #: Contact columns declared E.164: their digits carry the country code even without "+".
@@ -211,7 +212,7 @@ class Options:
 
 
 def plan(
-    relay: Relay, rows: Sequence[ImportRow], options: Options
+    rt: Context, rows: Sequence[ImportRow], options: Options
 ) -> list[tuple[ImportRow, NewConversation | str]]:
     """Each row's conversation, or why it cannot start (checked outside any transaction)."""
     if not rows:
@@ -222,7 +223,7 @@ def plan(
     planned: list[tuple[ImportRow, NewConversation | str]] = []
     seen: set[str] = set()
     for row, (objective, todos) in zip(rows, rendered, strict=True):
-        outcome = _plan_row(relay, row, column, objective, todos, options, checked)
+        outcome = _plan_row(rt, row, column, objective, todos, options, checked)
         if not isinstance(outcome, str):
             if outcome.import_key in seen:
                 outcome = "duplicate (an earlier row of this file)"
@@ -233,7 +234,7 @@ def plan(
 
 
 def _plan_row(
-    relay: Relay,
+    rt: Context,
     row: ImportRow,
     column: str,
     objective: str,
@@ -248,7 +249,8 @@ def _plan_row(
     channel = columns.get("channel") or options.channel
     try:
         declared = column.lower() in E164_COLUMNS and columns[column].isdigit()
-        spec = relay.prepare(
+        spec = starting.prepare(
+            rt,
             "+" + columns[column] if declared else columns[column],
             objective,
             todos,
@@ -262,9 +264,9 @@ def _plan_row(
         if zone:
             check_timezone(zone)
         if (spec.channel, spec.agent) not in checked:
-            relay.check_backends(spec.channel, spec.agent, spec.window)
+            backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window)
             checked[(spec.channel, spec.agent)] = None
-        problem = relay.address_problem(spec.channel, spec.address)
+        problem = backend_checks.address_problem(rt, spec.channel, spec.address)
     except RelayError as exc:
         return _reason(exc, columns[column])
     if problem:
@@ -293,7 +295,7 @@ def _reason(exc: RelayError, contact: str) -> str:
 
 
 def run(
-    relay: Relay,
+    rt: Context,
     planned: Sequence[tuple[ImportRow, NewConversation | str]],
     *,
     campaign: str | None,
@@ -304,20 +306,20 @@ def run(
     report = ImportReport(campaign, dry_run)
     for start in range(0, len(planned), BATCH):
         chunk = planned[start : start + BATCH]
-        report.rows += _run_chunk(relay, chunk, dry_run)
+        report.rows += _run_chunk(rt, chunk, dry_run)
         if progress is not None:
             progress(len(chunk))
     return report
 
 
 def _run_chunk(
-    relay: Relay, chunk: Sequence[tuple[ImportRow, NewConversation | str]], dry_run: bool
+    rt: Context, chunk: Sequence[tuple[ImportRow, NewConversation | str]], dry_run: bool
 ) -> list[RowReport]:
     specs = [spec for _, spec in chunk if not isinstance(spec, str)]
-    with relay.store.transaction() as session:
+    with rt.store.transaction() as session:
         done = reads.import_keys_present(session, [s.import_key or "" for s in specs])
         known = reads.contacts_by_address(session, [s.address for s in specs])
-        now = relay.now()
+        now = rt.now()
         results: dict[int, RowReport] = {}
         startable: list[tuple[ImportRow, NewConversation]] = []
         for row, spec in chunk:
@@ -333,21 +335,22 @@ def _run_chunk(
         if dry_run:
             session.rollback()
         elif startable:
-            results.update(_start_rows(relay, session, startable, now))
+            results.update(_start_rows(rt, session, startable, now))
     return [results[row.line] for row, _ in chunk]
 
 
 def _start_rows(
-    relay: Relay, session: Any, startable: list[tuple[ImportRow, NewConversation]], now: Any
+    rt: Context, session: Any, startable: list[tuple[ImportRow, NewConversation]], now: Any
 ) -> dict[int, RowReport]:
     """All at once; should that break a unique index (the same import running
     twice at once), one row at a time, each in its own savepoint."""
     from relay.engine.verbs import bulk
+
     try:
         with session.begin_nested():
-            made = bulk.create_many(relay, session, [s for _, s in startable], now, "import")
+            made = bulk.create_many(rt, session, [s for _, s in startable], now, "import")
     except IntegrityError:
-        return {row.line: _start_row(relay, session, row, spec, now) for row, spec in startable}
+        return {row.line: _start_row(rt, session, row, spec, now) for row, spec in startable}
     return {
         row.line: (
             RowReport(row.line, spec.address, False, outcome)
@@ -374,11 +377,11 @@ def _blocked(spec: NewConversation, done: set[str], known: dict[str, Any]) -> st
 
 
 def _start_row(
-    relay: Relay, session: Any, row: ImportRow, spec: NewConversation, now: Any
+    rt: Context, session: Any, row: ImportRow, spec: NewConversation, now: Any
 ) -> RowReport:
     try:
         with session.begin_nested():
-            instance = relay.create(session, spec, now, actor="import")
+            instance = starting.create(rt, session, spec, now, actor="import")
     except IntegrityError as exc:
         from relay.store.queries import is_violation
 

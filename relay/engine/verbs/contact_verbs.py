@@ -1,159 +1,153 @@
 """The contact verbs: look a contact up, opt it out or in, set its time zone.
 
-A mixin of :class:`relay.engine.verbs.service.Relay`; each verb is one transaction,
-audited as a contact-level command (no instance).
+Each verb is one transaction, audited as a contact-level command (no instance);
+:class:`relay.api.Relay` delegates to them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
 from relay.engine.contacts import book as contacts
-from relay.engine.contacts.addresses import Address
+from relay.engine.contacts.addresses import address_for, normalise
 from relay.engine.conversation import audit
+from relay.engine.runtime import Context, Runtime
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
 from relay.store import contact_rows, queries
-from relay.store.database import Store
 
 if TYPE_CHECKING:
     from relay.engine.contacts.chat_links import ChatLink
     from relay.engine.verbs.optout_lists import OptOutImport
-    from relay.engine.verbs.service import Relay
     from relay.store.models import Contact
 
 
-class ContactVerbs:
-    """The contact verbs of :class:`relay.engine.verbs.service.Relay`."""
+def _contact(rt: Runtime, session: Session, address: str, *, create: bool) -> Contact:
+    if not create:
+        return contacts.find(session, address)
+    return contacts.find_or_create(session, address_for(rt, address), rt.now())
 
-    store: Store
-    if TYPE_CHECKING:
 
-        def now(self) -> datetime: ...
+def contact_link(rt: Context, channel: str, contact: str) -> ChatLink:
+    """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
+    ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
+    from relay.engine.contacts import chat_links
+    from relay.engine.verbs.backend_checks import built_channel
 
-        def who(self) -> str: ...
+    return chat_links.link(rt, channel, built_channel(rt, channel), contact)
 
-        def normalise(self, contact: str) -> str: ...
 
-        def address(self, contact: str) -> Address: ...
+def contact(rt: Runtime, contact: str) -> ContactView:
+    address = normalise(rt, contact)
+    with rt.store.read_transaction() as session:
+        person = _contact(rt, session, address, create=False)
+        return _contact_view(rt, session, person)
 
-    def _contact(self, session: Session, address: str, *, create: bool) -> Contact:
-        if not create:
-            return contacts.find(session, address)
-        return contacts.find_or_create(session, self.address(address), self.now())
 
-    def contact_link(self, channel: str, contact: str) -> ChatLink:
-        """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
-        ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
-        from relay.engine.contacts import chat_links
-        relay = cast("Relay", self)
-        return chat_links.link(relay, channel, relay.channel(channel), contact)
+def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView:
+    holder = queries.slot_holder(session, person.id)
+    waiting = queries.queued_instances(session, person.id)
+    unrouted = contact_rows.unrouted_of(session, person.id)
+    return ContactView(
+        address=person.address,
+        kind=person.kind,
+        timezone=person.timezone,
+        opted_out_at=person.opted_out_at,
+        live_instance=holder.id if holder else None,
+        queued=tuple(i.id for i in waiting),
+        unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
+        fields=dict(person.fields or {}),
+        undeliverable=_mark(session, person),
+    )
 
-    def contact(self, contact: str) -> ContactView:
-        address = self.normalise(contact)
-        with self.store.read_transaction() as session:
-            person = self._contact(session, address, create=False)
-            return self._contact_view(session, person)
 
-    def _contact_view(self, session: Session, person: Contact) -> ContactView:
-        holder = queries.slot_holder(session, person.id)
-        waiting = queries.queued_instances(session, person.id)
-        unrouted = contact_rows.unrouted_of(session, person.id)
-        return ContactView(
-            address=person.address,
-            kind=person.kind,
-            timezone=person.timezone,
-            opted_out_at=person.opted_out_at,
-            live_instance=holder.id if holder else None,
-            queued=tuple(i.id for i in waiting),
-            unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
-            fields=dict(person.fields or {}),
-            undeliverable=_mark(session, person),
-        )
+def import_opt_outs(
+    rt: Context, text: str, *, column: str | None = None, reason: str = "operator list"
+) -> OptOutImport:
+    """Opt out every address of a do-not-contact list (see ``verbs.optout_lists``)."""
+    from relay.engine.verbs.optout_lists import import_opt_outs
 
-    def import_opt_outs(
-        self, text: str, *, column: str | None = None, reason: str = "operator list"
-    ) -> OptOutImport:
-        """Opt out every address of a do-not-contact list (see ``verbs.optout_lists``)."""
-        from relay.engine.verbs.optout_lists import import_opt_outs
+    return import_opt_outs(
+        rt.store,
+        text,
+        address=lambda given: address_for(rt, given),
+        now=rt.now(),
+        actor=rt.who(),
+        column=column,
+        reason=reason,
+    )
 
-        return import_opt_outs(
-            self.store,
-            text,
-            address=self.address,
-            now=self.now(),
-            actor=self.who(),
-            column=column,
-            reason=reason,
-        )
 
-    def deliverable(self, contact: str) -> ContactView:
-        """Clear the contact's undeliverable mark (a bounce was wrong, the mailbox is
-        fixed): new conversations and sends reach it again. Audited with the old reason;
-        messages failed by the mark stay failed (``relay retry`` sends one again)."""
-        address = self.normalise(contact)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=False)
-            if person.undeliverable_at is not None:
-                old = person.undeliverable_reason
-                bounce = person.bounce_reason
-                person.undeliverable_at = None
-                person.undeliverable_reason = None
-                person.bounce_reason = None
-                person.undeliverable_message_id = None
-                person.updated_at = self.now()
-                self._audit_contact(
-                    session, "contact deliverable", address, old_reason=old, bounce_reason=bounce
-                )
-            return self._contact_view(session, person)
+def deliverable(rt: Context, contact: str) -> ContactView:
+    """Clear the contact's undeliverable mark (a bounce was wrong, the mailbox is
+    fixed): new conversations and sends reach it again. Audited with the old reason;
+    messages failed by the mark stay failed (``relay retry`` sends one again)."""
+    address = normalise(rt, contact)
+    with rt.store.transaction() as session:
+        person = _contact(rt, session, address, create=False)
+        if person.undeliverable_at is not None:
+            old = person.undeliverable_reason
+            bounce = person.bounce_reason
+            person.undeliverable_at = None
+            person.undeliverable_reason = None
+            person.bounce_reason = None
+            person.undeliverable_message_id = None
+            person.updated_at = rt.now()
+            _audit_contact(
+                rt, session, "contact deliverable", address, old_reason=old, bounce_reason=bounce
+            )
+        return _contact_view(rt, session, person)
 
-    def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
-        """Mark the contact opted out: its live conversation ends, nothing more is sent."""
-        from relay.engine.contacts import optouts, settling
 
-        address = self.normalise(contact)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=True)
-            now = self.now()
-            optouts.opt_out(session, person, now, reason=f"operator: {reason}")
-            self._audit_contact(session, "opt-out", address, reason=reason)
-            view, contact_id = self._contact_view(session, person), person.id
-        # Committed: wait for the sends already under way, and say how many there were.
-        in_flight = settling.settle(self.store, contact_id, now, self.now)
-        return replace(view, in_flight=in_flight)
+def opt_out(rt: Context, contact: str, *, reason: str = "operator") -> ContactView:
+    """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+    from relay.engine.contacts import optouts, settling
 
-    def opt_in(self, contact: str) -> ContactView:
-        from relay.engine.contacts import optouts
+    address = normalise(rt, contact)
+    with rt.store.transaction() as session:
+        person = _contact(rt, session, address, create=True)
+        now = rt.now()
+        optouts.opt_out(session, person, now, reason=f"operator: {reason}")
+        _audit_contact(rt, session, "opt-out", address, reason=reason)
+        view, contact_id = _contact_view(rt, session, person), person.id
+    # Committed: wait for the sends already under way, and say how many there were.
+    in_flight = settling.settle(rt.store, contact_id, now, rt.now)
+    return replace(view, in_flight=in_flight)
 
-        address = self.normalise(contact)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=False)
-            optouts.opt_in(person, self.now())
-            self._audit_contact(session, "opt-in", address)
-            return self._contact_view(session, person)
 
-    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
-        address = self.normalise(contact)
+def opt_in(rt: Context, contact: str) -> ContactView:
+    from relay.engine.contacts import optouts
+
+    address = normalise(rt, contact)
+    with rt.store.transaction() as session:
+        person = _contact(rt, session, address, create=False)
+        optouts.opt_in(person, rt.now())
+        _audit_contact(rt, session, "opt-in", address)
+        return _contact_view(rt, session, person)
+
+
+def set_contact(rt: Context, contact: str, *, timezone: str | None = None) -> ContactView:
+    address = normalise(rt, contact)
+    if timezone is not None:
+        from relay.engine.verbs.new_conversation import check_timezone
+
+        check_timezone(timezone)
+    with rt.store.transaction() as session:
+        person = _contact(rt, session, address, create=True)
         if timezone is not None:
-            from relay.engine.verbs.new_conversation import check_timezone
+            person.timezone = timezone
+            person.updated_at = rt.now()
+        _audit_contact(rt, session, "contact set", address, timezone=timezone)
+        return _contact_view(rt, session, person)
 
-            check_timezone(timezone)
-        with self.store.transaction() as session:
-            person = self._contact(session, address, create=True)
-            if timezone is not None:
-                person.timezone = timezone
-                person.updated_at = self.now()
-            self._audit_contact(session, "contact set", address, timezone=timezone)
-            return self._contact_view(session, person)
 
-    def _audit_contact(self, session: Session, command: str, address: str, **args: Any) -> None:
-        """A contact-level command: in the log without an instance (``relay events``)."""
-        args = {"contact": address, **args}
-        audit.record(session, command, None, args, self.now(), actor=self.who())
+def _audit_contact(rt: Context, session: Session, command: str, address: str, **args: Any) -> None:
+    """A contact-level command: in the log without an instance (``relay events``)."""
+    args = {"contact": address, **args}
+    audit.record(session, command, None, args, rt.now(), actor=rt.who())
 
 
 def _mark(session: Session, person: Contact) -> UndeliverableMark | None:

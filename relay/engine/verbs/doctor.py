@@ -23,7 +23,7 @@ from relay.store.models import Instance
 log = logging.getLogger("relay.doctor")
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Finding:
         return {"subject": self.subject, "problem": self.problem}
 
 
-def examine(relay: Relay) -> list[Finding]:
+def examine(relay: Runtime) -> list[Finding]:
     with relay.store.transaction() as session:
         instances = health.all_instances(session)
         findings = _instance_findings(session, instances)
@@ -44,7 +44,7 @@ def examine(relay: Relay) -> list[Finding]:
     return findings + _backend_findings(relay)
 
 
-def notices(relay: Relay) -> list[Finding]:
+def notices(relay: Runtime) -> list[Finding]:
     """What needs a person's eye but breaks no rule: replies after a conversation
     ended, inbound from no usable address (``relay inbox`` lists them)."""
     with relay.store.read_transaction() as session:
@@ -66,7 +66,7 @@ def _fate_findings(session: Session) -> list[Finding]:
     ]
 
 
-def repair(relay: Relay, *, actor: str = "doctor") -> list[Finding]:
+def repair(relay: Runtime, *, actor: str = "doctor") -> list[Finding]:
     """Fix what can be fixed safely, each fix in the transition log: a queue left
     waiting with nobody holding the contact's slot gets its oldest conversation
     promoted (what the conversation that ended should have done)."""
@@ -105,7 +105,7 @@ def _inbound_findings(session: Session) -> list[Finding]:
     return findings
 
 
-def _backend_findings(relay: Relay) -> list[Finding]:
+def _backend_findings(relay: Runtime) -> list[Finding]:
     """Channels and the default agent that could not work (a missing secret)."""
     from relay.engine.backends import agent_problems_of, channel_names, channel_problems_of
 

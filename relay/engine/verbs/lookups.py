@@ -1,15 +1,16 @@
-"""What a program or an operator looks up: results, events, waiting, contacts, the
-funnel, the live view, the inbox and status.
+"""What a program or an operator looks up: results, contacts, the funnel, the live
+view, the inbox and status (events: :mod:`relay.engine.verbs.program`; waiting:
+:mod:`relay.engine.verbs.waiting`).
 
-Kept apart from the commands (:mod:`relay.engine.verbs.service`) because none of it
-changes a conversation: each is a read transaction over the store.
+Kept apart from the commands (:mod:`relay.engine.verbs.conversations`) because none
+of it changes a conversation: each is a read transaction over the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
@@ -18,7 +19,8 @@ from relay.core.durations import format_duration, parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import QUEUED_STATE, State
 from relay.core.values import MessageStatus
-from relay.engine.views.events import EventView
+from relay.engine.contacts.addresses import normalise
+from relay.engine.runtime import Runtime
 from relay.engine.views.reports import (
     ContactRow,
     InboxItem,
@@ -30,10 +32,8 @@ from relay.engine.views.reports import (
 from relay.engine.views.status import DaemonView, StatusView
 from relay.store import arrivals, due, queries, status_counts
 from relay.store import daemons as daemons_table
-from relay.store.database import Store
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
     from relay.store.models import Instance, Message
 
 #: A daemon that has not pulsed for this long is not counted as live.
@@ -52,191 +52,147 @@ def parse_state(text: str) -> State:
         raise InvalidInput(f"unknown state {text!r} (states: {names})") from None
 
 
-class Lookups:
-    """The reading verbs of :class:`relay.engine.verbs.service.Relay`."""
+# -- for programs: results, events, waiting ----------------------------------
 
-    store: Store
-    if TYPE_CHECKING:
 
-        def now(self) -> datetime: ...
+def result(rt: Runtime, instance_id: str) -> ResultView:
+    """Each todo with its status, answer and the message it came from."""
+    from relay.engine.verbs.program import build_results
 
-        def normalise(self, contact: str) -> str: ...
+    with rt.store.read_transaction() as session:
+        instance = queries.resolve_instance(session, instance_id)
+        return build_results(session, [instance])[0]
 
-    # -- for programs: results, events, waiting ----------------------------------
 
-    def result(self, instance_id: str) -> ResultView:
-        """Each todo with its status, answer and the message it came from."""
-        from relay.engine.verbs.program import build_results
+def results(rt: Runtime, instance_ids: Sequence[str]) -> list[ResultView]:
+    from relay.engine.verbs.program import build_results
 
-        with self.store.read_transaction() as session:
-            instance = queries.resolve_instance(session, instance_id)
-            return build_results(session, [instance])[0]
+    with rt.store.read_transaction() as session:
+        rows = list(queries.instances_by_id(session, list(instance_ids)))
+        return build_results(session, rows)
 
-    def results(self, instance_ids: Sequence[str]) -> list[ResultView]:
-        from relay.engine.verbs.program import build_results
 
-        with self.store.read_transaction() as session:
-            rows = list(queries.instances_by_id(session, list(instance_ids)))
-            return build_results(session, rows)
+def unattended_warnings(rt: Runtime) -> list[str]:
+    """A warning when work is due and no daemon is alive to do it (else empty)."""
+    with rt.store.read_transaction() as session:
+        return unattended_now(session, rt.now())
 
-    def events(
-        self,
-        *,
-        since: int | str | None = None,
-        instance_ids: Sequence[str] | None = None,
-        kinds: Sequence[str] | None = None,
-        limit: int = 1000,
-    ) -> list[EventView]:
-        """Events after cursor ``since`` (None: from the start), oldest first."""
-        from relay.engine.verbs.program import read_events
 
-        relay = cast("Relay", self)
-        return read_events(relay, since=since, instance_ids=instance_ids, kinds=kinds, limit=limit)
+def contacts(rt: Runtime, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
+    """Contacts newest first, with their fields and conversation counts."""
+    from relay.engine.verbs import operations
 
-    def wait(
-        self,
-        instance_ids: Sequence[str],
-        *,
-        until: str = "done",
-        timeout: str | timedelta | None = None,
-        since: int | str | None = None,
-        require_daemon: bool = False,
-        on_warning: Callable[[str], None] | None = None,
-        on_poll: Callable[[float], None] | None = None,
-    ) -> Any:
-        """Block until the condition holds for the instances (see
-        :func:`relay.engine.verbs.waiting.wait`); returns a :class:`WaitOutcome`. With due
-        work and no daemon alive it warns at once (``on_warning`` and the outcome's
-        ``warnings``) and, with ``require_daemon``, ends with outcome ``no_daemon``."""
-        from relay.engine.verbs.waiting import wait
+    with rt.store.read_transaction() as session:
+        return operations.contact_rows(session, campaign=campaign, limit=limit)
 
-        return wait(
-            cast("Relay", self),
-            instance_ids,
-            until=until,
-            timeout=timeout,
-            since=since,
-            require_daemon=require_daemon,
-            on_warning=on_warning,
-            on_poll=on_poll,
-        )
 
-    def unattended(self) -> list[str]:
-        """A warning when work is due and no daemon is alive to do it (else empty)."""
-        with self.store.read_transaction() as session:
-            return unattended_now(session, self.now())
+def stats(
+    rt: Runtime, *, campaign: str | None = None, since: str | timedelta | None = None
+) -> StatsView:
+    """The funnel: started, delivered, replied, and how conversations ended
+    (``since``: only conversations started within this duration, e.g. 7d)."""
+    from relay.core.outcomes import OUTCOMES
+    from relay.store import funnel
 
-    def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
-        """Contacts newest first, with their fields and conversation counts."""
-        from relay.engine.verbs import operations
-
-        with self.store.read_transaction() as session:
-            return operations.contact_rows(session, campaign=campaign, limit=limit)
-
-    def stats(
-        self, *, campaign: str | None = None, since: str | timedelta | None = None
-    ) -> StatsView:
-        """The funnel: started, delivered, replied, and how conversations ended
-        (``since``: only conversations started within this duration, e.g. 7d)."""
-        from relay.core.outcomes import OUTCOMES
-        from relay.store import funnel
-
-        start = self.now() - as_interval(since) if since else None
-        with self.store.read_transaction() as session:
-            counts = funnel.funnel(session, campaign=campaign, since=start)
-            return StatsView(
-                campaign=campaign,
-                since=start,
-                started=counts["started"],
-                delivered=counts["delivered"],
-                replied=counts["replied"],
-                outcomes={name: counts[name] for name in OUTCOMES},
-                median_first_reply_seconds=funnel.median_first_reply(
-                    session, campaign=campaign, since=start
-                ),
-                followups=counts["followups"],
-                failed_deliveries=tuple(
-                    funnel.failed_deliveries(session, campaign=campaign, since=start)
-                ),
-            )
-
-    def watch(
-        self,
-        *,
-        state: str | None = None,
-        contact: str | None = None,
-        campaign: str | None = None,
-        finished: bool = False,
-        limit: int = 100,
-    ) -> list[WatchRow]:
-        """``relay watch``'s rows: needs-human first, then the latest changed; live
-        conversations only unless ``finished`` (two statements, one read transaction)."""
-        from relay.store import reads
-
-        states = [parse_state(state).value] if state else [
-            s.value for s in State if finished or not s.terminal
-        ]  # fmt: skip
-        with self.store.read_transaction() as session:
-            person = (
-                queries.contact_by_address(session, self.normalise(contact)) if contact else None
-            )
-            if contact and person is None:
-                return []
-            rows = reads.watch_rows(
-                session,
-                states=states,
-                contact_id=person.id if person else None,
-                campaign=campaign,
-                limit=limit,
-            )
-            last = reads.last_messages(session, [row[0].id for row in rows])
-        now = self.now()
-        return [
-            _watch_row(inst, address, depth, fields, last.get(inst.id), now)
-            for inst, address, depth, fields in rows
-        ]
-
-    # -- the operator's inbox -------------------------------------------------
-
-    def inbox(self, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
-        """Inbound no conversation took: unrouted, late (its conversation had ended)
-        and rejected (no usable sender), newest first; ``kinds`` None: all three."""
-        from relay.engine.verbs import operations
-
-        chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
-        with self.store.read_transaction() as session:
-            return operations.inbox(session, kinds=chosen, limit=limit)
-
-    # -- status -------------------------------------------------------------
-
-    def status(self) -> StatusView:
-        with self.store.read_transaction() as session:
-            states = status_counts.instances_by_state(session)
-            # Only the statuses shown (an index range, not every message ever sent).
-            outbound = status_counts.outbound_by_status(session, STATUS_COUNTED)
-            unrouted = status_counts.unrouted_count(session)
-            late, rejected = arrivals.inbound_trouble(session)
-            now = self.now()
-            daemons, last_seen = _daemons(session, now)
-            # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
-            due_now = due.count_due(session, now)
-        pending = outbound.get("queued", 0) + outbound.get("sending", 0)
-        warnings = unattended(due_now, len(daemons))
-        return StatusView(
-            states={s.value: states.get(s.value, 0) for s in State},
-            queue_depth=states.get(QUEUED_STATE.value, 0),
-            outbox_pending=pending,
-            outbox_failed=outbound.get("failed", 0),
-            unrouted_inbound=unrouted,
-            late_inbound=late,
-            rejected_inbound=rejected,
-            work_due=due_now,
-            daemons=tuple(
-                DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons
+    start = rt.now() - as_interval(since) if since else None
+    with rt.store.read_transaction() as session:
+        counts = funnel.funnel(session, campaign=campaign, since=start)
+        return StatsView(
+            campaign=campaign,
+            since=start,
+            started=counts["started"],
+            delivered=counts["delivered"],
+            replied=counts["replied"],
+            outcomes={name: counts[name] for name in OUTCOMES},
+            median_first_reply_seconds=funnel.median_first_reply(
+                session, campaign=campaign, since=start
             ),
-            last_daemon_seen=last_seen,
-            warnings=tuple(warnings),
+            followups=counts["followups"],
+            failed_deliveries=tuple(
+                funnel.failed_deliveries(session, campaign=campaign, since=start)
+            ),
         )
+
+
+def watch(
+    rt: Runtime,
+    *,
+    state: str | None = None,
+    contact: str | None = None,
+    campaign: str | None = None,
+    finished: bool = False,
+    limit: int = 100,
+) -> list[WatchRow]:
+    """``relay watch``'s rows: needs-human first, then the latest changed; live
+    conversations only unless ``finished`` (two statements, one read transaction)."""
+    from relay.store import reads
+
+    states = [parse_state(state).value] if state else [
+        s.value for s in State if finished or not s.terminal
+    ]  # fmt: skip
+    with rt.store.read_transaction() as session:
+        person = queries.contact_by_address(session, normalise(rt, contact)) if contact else None
+        if contact and person is None:
+            return []
+        rows = reads.watch_rows(
+            session,
+            states=states,
+            contact_id=person.id if person else None,
+            campaign=campaign,
+            limit=limit,
+        )
+        last = reads.last_messages(session, [row[0].id for row in rows])
+    now = rt.now()
+    return [
+        _watch_row(inst, address, depth, fields, last.get(inst.id), now)
+        for inst, address, depth, fields in rows
+    ]
+
+
+# -- the operator's inbox -------------------------------------------------
+
+
+def inbox(rt: Runtime, *, kinds: Sequence[str] | None = None, limit: int = 50) -> list[InboxItem]:
+    """Inbound no conversation took: unrouted, late (its conversation had ended)
+    and rejected (no usable sender), newest first; ``kinds`` None: all three."""
+    from relay.engine.verbs import operations
+
+    chosen = tuple(kinds) if kinds else operations.INBOX_KINDS
+    with rt.store.read_transaction() as session:
+        return operations.inbox(session, kinds=chosen, limit=limit)
+
+
+# -- status -------------------------------------------------------------
+
+
+def status(rt: Runtime) -> StatusView:
+    with rt.store.read_transaction() as session:
+        states = status_counts.instances_by_state(session)
+        # Only the statuses shown (an index range, not every message ever sent).
+        outbound = status_counts.outbound_by_status(session, STATUS_COUNTED)
+        unrouted = status_counts.unrouted_count(session)
+        late, rejected = arrivals.inbound_trouble(session)
+        now = rt.now()
+        daemons, last_seen = _daemons(session, now)
+        # Turns, heartbeats, snoozes and deliveries due now (held ones are not due yet).
+        due_now = due.count_due(session, now)
+    pending = outbound.get("queued", 0) + outbound.get("sending", 0)
+    warnings = unattended(due_now, len(daemons))
+    return StatusView(
+        states={s.value: states.get(s.value, 0) for s in State},
+        queue_depth=states.get(QUEUED_STATE.value, 0),
+        outbox_pending=pending,
+        outbox_failed=outbound.get("failed", 0),
+        unrouted_inbound=unrouted,
+        late_inbound=late,
+        rejected_inbound=rejected,
+        work_due=due_now,
+        daemons=tuple(
+            DaemonView(d.id, d.host, d.pid, d.started_at, d.last_pulse_at) for d in daemons
+        ),
+        last_daemon_seen=last_seen,
+        warnings=tuple(warnings),
+    )
 
 
 def _daemons(session: Session, now: datetime) -> tuple[Sequence[Row[Any]], datetime | None]:

@@ -2,7 +2,7 @@
 the Model Context Protocol can delegate a conversation without a shell. Needs the
 optional extra ``relay-outreach[mcp]`` (the official ``mcp`` SDK).
 
-Each tool is a thin call to :class:`relay.engine.verbs.service.Relay` and returns the same
+Each tool is a thin call to the verb :class:`relay.api.Relay` calls, and returns the same
 JSON document as the matching ``relay ... --json`` command (with ``schema_version``).
 
 A relay error comes back as a tool error the caller can act on (:func:`failure`):
@@ -31,9 +31,11 @@ from relay.core.errors import Refused, RelayError
 from relay.core.jsonshape import versioned
 from relay.core.refusals import VERBS, commands_that_work, database_line, kind_of, message_of
 from relay.core.secrets import mask_text
+from relay.engine.verbs import conversations, lookups, starting
+from relay.engine.verbs.program import read_events
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Context
 
 INSTRUCTIONS = """relay conducts a text conversation with one contact for you. Call `start`
 with the contact, an objective and todos (a todo may end with ::KIND for a structured
@@ -117,15 +119,15 @@ def guarded(tool: F) -> F:
     return run  # type: ignore[return-value]
 
 
-def build_server(relay: Relay, *, max_wait: float | None = None) -> MCPServer:
+def build_server(rt: Context, *, max_wait: float | None = None) -> MCPServer:
     """The server with every tool; ``max_wait``: the longest one ``wait`` call may
     block, in seconds (None: as long as the caller asks)."""
     server = MCPServer("relay", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
-    _start_tool(server, relay)
-    _conversation_tools(server, relay)
-    _wait_tool(server, relay, max_wait)
-    _operator_tools(server, relay)
-    _draft_tools(server, relay)
+    _start_tool(server, rt)
+    _conversation_tools(server, rt)
+    _wait_tool(server, rt, max_wait)
+    _operator_tools(server, rt)
+    _draft_tools(server, rt)
     return server
 
 
@@ -139,29 +141,31 @@ def _tool(server: MCPServer) -> Callable[[F], F]:
     return register
 
 
-def _conversation_tools(server: MCPServer, relay: Relay) -> None:
+def _conversation_tools(server: MCPServer, rt: Context) -> None:
     @_tool(server)
     def status() -> dict[str, Any]:
         """Conversations per state, queue, outbox, live daemons and warnings."""
-        return versioned(relay.status().to_json())
+        return versioned(lookups.status(rt).to_json())
 
     @_tool(server)
     def show(instance_id: str) -> dict[str, Any]:
         """One conversation: state, todos with their answers, meta, next heartbeat."""
-        return versioned(relay.get(instance_id).to_json())
+        return versioned(conversations.get(rt, instance_id).to_json())
 
     @_tool(server)
     def transcript(instance_id: str) -> dict[str, Any]:
         """The conversation's messages in order, with delivery status."""
-        return {"messages": versioned([m.to_json() for m in relay.transcript(instance_id)])}
+        return {
+            "messages": versioned([m.to_json() for m in conversations.transcript(rt, instance_id)])
+        }
 
     @_tool(server)
     def result(instance_id: str) -> dict[str, Any]:
         """Each todo's status, answer and the message it came from (final once ended)."""
-        return versioned(relay.result(instance_id).to_json())
+        return versioned(lookups.result(rt, instance_id).to_json())
 
 
-def _start_tool(server: MCPServer, relay: Relay) -> None:
+def _start_tool(server: MCPServer, rt: Context) -> None:
     @_tool(server)
     def start(
         contact: str,
@@ -179,7 +183,8 @@ def _start_tool(server: MCPServer, relay: Relay) -> None:
         approval: none, first (a person approves the opening message) or all (every
         message of the agent waits as a draft for `approve`)."""
         options: dict[str, Any] = {"approval": approval} if approval else {}
-        view = relay.start(
+        view = starting.start(
+            rt,
             contact,
             objective,
             todos,
@@ -194,7 +199,7 @@ def _start_tool(server: MCPServer, relay: Relay) -> None:
         return versioned(view.to_json())
 
 
-def _wait_tool(server: MCPServer, relay: Relay, max_wait: float | None) -> None:
+def _wait_tool(server: MCPServer, rt: Context, max_wait: float | None) -> None:
     @_tool(server)
     async def wait(
         instance_ids: list[str],
@@ -212,7 +217,7 @@ def _wait_tool(server: MCPServer, relay: Relay, max_wait: float | None) -> None:
 
         def block() -> dict[str, Any]:
             return bounded(
-                relay,
+                rt,
                 instance_ids,
                 until=until,
                 timeout=timeout,
@@ -224,26 +229,26 @@ def _wait_tool(server: MCPServer, relay: Relay, max_wait: float | None) -> None:
         return versioned(await anyio.to_thread.run_sync(block))
 
 
-def _operator_tools(server: MCPServer, relay: Relay) -> None:
+def _operator_tools(server: MCPServer, rt: Context) -> None:
     @_tool(server)
     def send(instance_id: str, text: str) -> dict[str, Any]:
         """Step in: queue a message of yours to the contact (the daemon delivers it)."""
-        return versioned(relay.send(instance_id, text).to_json())
+        return versioned(conversations.send(rt, instance_id, text).to_json())
 
     @_tool(server)
     def pause(instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Pause a conversation: no follow-ups or turns until it is resumed."""
-        return versioned(relay.pause(instance_id, reason=reason).to_json())
+        return versioned(conversations.pause(rt, instance_id, reason=reason).to_json())
 
     @_tool(server)
     def resume(instance_id: str) -> dict[str, Any]:
         """Resume a paused conversation, or one waiting for a human."""
-        return versioned(relay.resume(instance_id).to_json())
+        return versioned(conversations.resume(rt, instance_id).to_json())
 
     @_tool(server)
     def cancel(instance_id: str, reason: str | None = None) -> dict[str, Any]:
         """Cancel a conversation: it fails with reason "cancelled"; nothing more is sent."""
-        return versioned(relay.cancel(instance_id, reason=reason).to_json())
+        return versioned(conversations.cancel(rt, instance_id, reason=reason).to_json())
 
     @_tool(server)
     def events(
@@ -251,39 +256,37 @@ def _operator_tools(server: MCPServer, relay: Relay) -> None:
     ) -> dict[str, Any]:
         """Events after a cursor, oldest first; pass the last one's cursor next time."""
         ids = [instance_id] if instance_id else None
-        found = relay.events(since=since, instance_ids=ids, limit=limit)
+        found = read_events(rt, since=since, instance_ids=ids, limit=limit)
         return {"events": versioned([e.to_json() for e in found])}
 
 
-def _draft_tools(server: MCPServer, relay: Relay) -> None:
+def _draft_tools(server: MCPServer, rt: Context) -> None:
     from relay.engine.verbs import drafts as draft_verbs
 
     @_tool(server)
     def drafts(instance_id: str | None = None) -> dict[str, Any]:
         """The agent's messages awaiting a person's approval (conversations started
         with approval first or all), oldest first, with how long each has waited."""
-        found = draft_verbs.pending(relay, instance_id)
+        found = draft_verbs.pending(rt, instance_id)
         return {"drafts": versioned([d.to_json() for d in found])}
 
     @_tool(server)
     def approve(message_id: int, text: str | None = None) -> dict[str, Any]:
         """Send a draft (or `text` instead; the edit is recorded). It is queued like any
         message: a pause, an opt-out, a cancel or the sending window still hold it."""
-        return versioned(
-            draft_verbs.approve(relay, message_id, actor=relay.who(), text=text).to_json()
-        )
+        return versioned(draft_verbs.approve(rt, message_id, actor=rt.who(), text=text).to_json())
 
     @_tool(server)
     def reject(message_id: int, reason: str) -> dict[str, Any]:
         """Discard a draft; the agent's next turn reads the reason and writes a new one."""
         return versioned(
-            draft_verbs.reject(relay, message_id, actor=relay.who(), reason=reason).to_json()
+            draft_verbs.reject(rt, message_id, actor=rt.who(), reason=reason).to_json()
         )
 
 
-def serve(relay: Relay) -> None:
+def serve(rt: Context) -> None:
     """Serve on stdin/stdout until the client closes the connection."""
-    server = build_server(relay)
+    server = build_server(rt)
     if getattr(server, "_lowlevel_server", None) is None:  # an SDK laid out otherwise
         server.run("stdio")
         return

@@ -1,6 +1,6 @@
 """A new conversation, checked and normalised before anything is written.
 
-:meth:`relay.engine.verbs.starting.Starting.prepare` builds one for ``relay start``;
+:func:`relay.engine.verbs.starting.prepare` builds one for ``relay start``;
 ``relay import`` builds many and writes them in bulk (:mod:`relay.engine.verbs.bulk`),
 so the checks and the todo columns live here, once, for both.
 """
@@ -24,7 +24,7 @@ MAX_CAMPAIGN = 128
 
 @dataclass(frozen=True)
 class NewConversation:
-    """A conversation to create, checked and normalised (:meth:`Relay.prepare`)."""
+    """A conversation to create, checked and normalised (:func:`.starting.prepare`)."""
 
     address: str
     objective: str
@@ -73,6 +73,20 @@ def clean_text(text: str, what: str) -> str:
     if len(cleaned) > MAX_TEXT:
         raise InvalidInput(f"{what} is longer than {MAX_TEXT} characters")
     return cleaned
+
+
+#: The options :func:`refuse_empty` checks, in the order it takes them.
+REFUSED_EMPTY = (
+    "heartbeat", "channel", "agent", "window", "subject", "approval", "whatsapp-template"
+)  # fmt: skip
+
+
+def refuse_empty(*given: object) -> None:
+    """An option given empty (``--heartbeat ""``, ``--window " "``) is refused, not
+    taken as its default; ``given`` in the order of :data:`REFUSED_EMPTY`."""
+    for option, value in zip(REFUSED_EMPTY, given, strict=False):
+        if isinstance(value, str) and not value.strip():
+            raise InvalidInput(f"--{option} is empty: give a value or leave the option out")
 
 
 def checked_result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:

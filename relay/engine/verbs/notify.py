@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Any
 from relay.core.errors import ConfigError
 from relay.core.jsonshape import versioned
 from relay.core.states import ENDED, FAILED_STATES, NEEDS_PERSON, values
+from relay.engine.verbs import incoming
+from relay.engine.verbs.program import read_events
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
     from relay.engine.views.events import EventView
 
 log = logging.getLogger("relay.notify")
@@ -114,7 +116,7 @@ def topic_of(event: EventView) -> str | None:
     return "done" if to in _ENDED else None
 
 
-def notify_due(relay: Relay) -> int:
+def notify_due(relay: Runtime) -> int:
     """Hand each target what happened since its position; how many were handed over."""
     handed = 0
     for target in targets(list(relay.config.settings.notify)):
@@ -122,9 +124,9 @@ def notify_due(relay: Relay) -> int:
     return handed
 
 
-def _follow(relay: Relay, target: Target) -> int:
-    start = relay.channel_position(target.cursor_key)
-    events = relay.events(since=start, limit=BATCH)
+def _follow(relay: Runtime, target: Target) -> int:
+    start = incoming.channel_position(relay, target.cursor_key)
+    events = read_events(relay, since=start, limit=BATCH)
     handed, position = 0, start
     for event in events:
         topic = topic_of(event)
@@ -142,7 +144,7 @@ def _follow(relay: Relay, target: Target) -> int:
             handed += 1
         position = str(event.id)
     if position is not None and position != start:
-        relay.move_position(target.cursor_key, read=start, position=position)
+        incoming.move_position(relay, target.cursor_key, read=start, position=position)
     return handed
 
 

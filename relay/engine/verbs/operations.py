@@ -1,6 +1,6 @@
 """The operator's look at the whole store: contacts, inbound no conversation took,
-and retrying a failed delivery. :class:`relay.engine.verbs.service.Relay` exposes each
-as a method; these functions take its session."""
+and retrying a failed delivery. The verbs (:mod:`relay.engine.verbs.lookups`,
+:mod:`relay.engine.verbs.conversations`) call these in their transaction."""
 
 from __future__ import annotations
 

@@ -138,11 +138,12 @@ def parse_cursor(since: int | str | None) -> int:
 def read_events(
     relay: Runtime,
     *,
-    since: int | str | None,
-    instance_ids: Sequence[str] | None,
-    kinds: Sequence[str] | None,
-    limit: int,
+    since: int | str | None = None,
+    instance_ids: Sequence[str] | None = None,
+    kinds: Sequence[str] | None = None,
+    limit: int = 1000,
 ) -> list[EventView]:
+    """Events after cursor ``since`` (None: from the start), oldest first."""
     after = parse_cursor(since)
     with relay.store.read_transaction() as session:
         ids = None

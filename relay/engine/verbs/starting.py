@@ -1,32 +1,32 @@
 """Starting conversations: check what is asked, create it (CREATED, or QUEUED
 behind the contact's live one) and, unless deferred, run its first turn.
 
-A mixin of :class:`relay.engine.verbs.service.Relay`, kept apart because starting is
-the one verb that spans the engine (checks of backends, the contact's slot, the
-first turn through the pulse) and ``relay import`` reuses its pieces.
+Kept apart because starting is the one verb that spans the engine (checks of
+backends, the contact's slot, the first turn through the pulse) and ``relay
+import`` (:mod:`relay.engine.verbs.campaigns`) reuses its pieces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.config import Config
 from relay.core.errors import InvalidInput, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
 from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
 from relay.engine.contacts import book as contacts
-from relay.engine.contacts.addresses import Address
+from relay.engine.contacts.addresses import address_for
 from relay.engine.conversation import audit
 from relay.engine.conversation.audit import OPERATOR
-from relay.engine.verbs.backend_checks import BackendChecks
+from relay.engine.runtime import Context
+from relay.engine.verbs import backend_checks
+from relay.engine.verbs.conversations import get, transcript, view_of
 from relay.engine.verbs.lookups import as_interval
 from relay.engine.verbs.new_conversation import (
     MAX_FOLLOWUPS,
@@ -36,321 +36,264 @@ from relay.engine.verbs.new_conversation import (
     clean_campaign,
     clean_text,
     merge_contact_fields,
+    refuse_empty,
 )
-from relay.engine.views.instances import InstanceView, MessageView
+from relay.engine.views.instances import InstanceView
 from relay.store import queries
-from relay.store.database import Store
 from relay.store.ids import new_instance_id
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.campaigns import ImportReport
-    from relay.engine.verbs.service import Relay
     from relay.store.models import Contact, Instance
 
 #: Delivery states of a first message, worst first: what ``start`` reports.
 _WORST_FIRST = ("failed", "blocked", "draft", "queued", "sending")
 
 
-class Starting(BackendChecks):
-    """The start verbs of :class:`relay.engine.verbs.service.Relay`."""
+def start(
+    rt: Context,
+    contact: str,
+    objective: str,
+    todos: Sequence[str | Mapping[str, Any]],
+    *,
+    heartbeat: str | timedelta | None = None,
+    max_followups: int | None = None,
+    channel: str | None = None,
+    agent: str | None = None,
+    window: str | None = None,
+    actor: str = OPERATOR,
+    subject: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    result_schema: Mapping[str, Any] | None = None,
+    campaign: str | None = None,
+    template_sid: str | None = None,
+    template_variables: Mapping[str, str] | None = None,
+    defer: bool = True,
+    approval: str | None = None,
+) -> InstanceView:
+    """Create an instance: CREATED, or QUEUED behind the contact's live one (the
+    options are :func:`prepare`'s), and run its first turn unless ``defer``."""
+    spec = prepare(
+        rt,
+        contact,
+        objective,
+        todos,
+        heartbeat=heartbeat,
+        max_followups=max_followups,
+        channel=channel,
+        agent=agent,
+        window=window,
+        subject=subject,
+        campaign=campaign,
+        meta=meta,
+        result_schema=result_schema,
+        template_sid=template_sid,
+        template_variables=template_variables,
+        approval=approval,
+    )
+    reach = backend_checks.reach(rt, spec.channel, spec.address)
+    backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window, reach)
+    with rt.store.transaction() as session:
+        instance = create(rt, session, spec, rt.now(), actor)
+        view = view_of(rt, session, instance)
+    if defer or view.state != INITIAL.value:
+        return view
+    return _first_turn(rt, view)
 
-    store: Store
-    config: Config
-    _built_channels: dict[str, Any]
-    if TYPE_CHECKING:
 
-        def now(self) -> datetime: ...
+def _first_turn(rt: Context, view: InstanceView) -> InstanceView:
+    """Run the first turn now and say what became of its message; the
+    conversation exists whatever happens here (the daemon runs it otherwise).
 
-        def who(self) -> str: ...
+    The view's ``first_message`` and ``first_message_status`` say what was said and
+    whether the channel took it (``sent``), will retry (``queued``), or did not
+    (``failed``, ``blocked``); both are None when no first turn ran (deferred, queued
+    behind another conversation, held for the window)."""
+    from relay.engine.turns.runner import start_now
 
-        def normalise(self, contact: str) -> str: ...
+    try:
+        outcome = start_now(rt, view.id)
+    except Exception as exc:
+        note = f"the first turn did not run now ({exc}); the daemon or run_due will run it"
+        return replace(get(rt, view.id), first_turn_note=note)
+    view = get(rt, view.id)
+    if outcome is None or not outcome.messages:
+        return replace(view, first_turn_note=outcome.note if outcome else None)
+    outbound = [m for m in transcript(rt, view.id) if m.direction == "outbound"]
+    status = next((s for s in _WORST_FIRST if s in {m.status for m in outbound}), "sent")
+    errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
+    return replace(
+        view,
+        first_message="\n".join(outcome.messages),
+        first_message_status="queued" if status == "sending" else status,
+        first_turn_note="; ".join(n for n in (outcome.note, errors) if n) or None,
+    )
 
-        def address(self, contact: str) -> Address: ...
 
-        def get(self, instance_id: str) -> InstanceView: ...
+def prepare(
+    rt: Context,
+    contact: str,
+    objective: str,
+    todos: Sequence[str | Mapping[str, Any]],
+    *,
+    heartbeat: str | timedelta | None = None,
+    max_followups: int | None = None,
+    channel: str | None = None,
+    agent: str | None = None,
+    window: str | None = None,
+    subject: str | None = None,
+    campaign: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    result_schema: Mapping[str, Any] | None = None,
+    template_sid: str | None = None,
+    template_variables: Mapping[str, str] | None = None,
+    approval: str | None = None,
+) -> NewConversation:
+    """Check and normalise a new conversation, touching nothing (``start`` and
+    ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
+    ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
+    ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
+    template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
+    from relay.core.approval import parse_mode
+    from relay.engine.verbs.program import check_meta, todo_specs
 
-        def transcript(self, instance_id: str) -> list[MessageView]: ...
+    defaults = rt.config.settings.defaults
+    refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
+    parsed = address_for(rt, contact)  # "Ana Lima <ana@x.com>": the name is the contact's
+    objective, specs = clean_text(objective, "objective"), todo_specs(todos)
+    channel = channel or defaults.channel
+    return NewConversation(
+        address=parsed.value,
+        objective=objective,
+        todos=tuple(clean_text(text, "todo") for text, _ in specs),
+        subject=clean_subject(subject) if subject else subject_from_objective(objective),
+        heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
+        max_followups=_max_followups(rt, max_followups),
+        channel=channel,
+        agent=agent or rt.config.settings.agent.backend,
+        window=window,
+        campaign=clean_campaign(campaign),
+        answers=tuple(spec for _, spec in specs),
+        meta=check_meta(meta),
+        result_schema=checked_result_schema(result_schema),
+        template=backend_checks.template(rt, channel, template_sid, template_variables),
+        contact_fields={"name": parsed.name} if parsed.name else None,
+        approval=parse_mode(approval or rt.config.settings.agent.approval),
+    )
 
-        def _view(self, session: Session, instance: Instance) -> InstanceView: ...
 
-    def start(
-        self,
-        contact: str,
-        objective: str,
-        todos: Sequence[str | Mapping[str, Any]],
-        *,
-        heartbeat: str | timedelta | None = None,
-        max_followups: int | None = None,
-        channel: str | None = None,
-        agent: str | None = None,
-        window: str | None = None,
-        actor: str = OPERATOR,
-        subject: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        result_schema: Mapping[str, Any] | None = None,
-        campaign: str | None = None,
-        template_sid: str | None = None,
-        template_variables: Mapping[str, str] | None = None,
-        defer: bool = True,
-        approval: str | None = None,
-    ) -> InstanceView:
-        """Create an instance: CREATED, or QUEUED behind the contact's live one (the
-        options are :meth:`prepare`'s), and run its first turn unless ``defer``."""
-        spec = self.prepare(
-            contact,
-            objective,
-            todos,
-            heartbeat=heartbeat,
-            max_followups=max_followups,
-            channel=channel,
-            agent=agent,
-            window=window,
-            subject=subject,
-            campaign=campaign,
-            meta=meta,
-            result_schema=result_schema,
-            template_sid=template_sid,
-            template_variables=template_variables,
-            approval=approval,
+def create(
+    rt: Context, session: Session, spec: NewConversation, now: datetime, actor: str = OPERATOR
+) -> Instance:
+    """Create the conversation in the caller's transaction (its contact too):
+    CREATED, or QUEUED behind the contact's live one."""
+    person = contacts.find_or_create(session, address_for(rt, spec.address), now)
+    queries.lock_contact(session, person.id)
+    if person.opted_out_at is not None:
+        raise OptedOut(
+            f"contact {spec.address} has opted out; they must opt in again "
+            "(START from them, or `relay contact opt-in`)"
         )
-        reach = self._reach(spec.channel, spec.address)
-        self._check_backends(spec.channel, spec.agent, spec.window, reach)
-        with self.store.transaction() as session:
-            instance = self.create(session, spec, self.now(), actor)
-            view = self._view(session, instance)
-        if defer or view.state != INITIAL.value:
-            return view
-        return self._first_turn(view)
-
-    def _first_turn(self, view: InstanceView) -> InstanceView:
-        """Run the first turn now and say what became of its message; the
-        conversation exists whatever happens here (the daemon runs it otherwise)."""
-        from relay.engine.turns.runner import start_now
-
-        try:
-            outcome = start_now(cast("Relay", self), view.id)
-        except Exception as exc:
-            note = f"the first turn did not run now ({exc}); the daemon or run_due will run it"
-            return replace(self.get(view.id), first_turn_note=note)
-        view = self.get(view.id)
-        if outcome is None or not outcome.messages:
-            return replace(view, first_turn_note=outcome.note if outcome else None)
-        outbound = [m for m in self.transcript(view.id) if m.direction == "outbound"]
-        status = next((s for s in _WORST_FIRST if s in {m.status for m in outbound}), "sent")
-        errors = "; ".join(sorted({m.last_error for m in outbound if m.last_error}))
-        return replace(
-            view,
-            first_message="\n".join(outcome.messages),
-            first_message_status="queued" if status == "sending" else status,
-            first_turn_note="; ".join(n for n in (outcome.note, errors) if n) or None,
+    if person.undeliverable_at is not None:
+        raise Undeliverable(
+            f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
+            "`relay contact deliverable` clears it once the address is fixed"
         )
+    from relay.engine.conversation import transitions
+    from relay.store.models import Todo
 
-    def prepare(
-        self,
-        contact: str,
-        objective: str,
-        todos: Sequence[str | Mapping[str, Any]],
-        *,
-        heartbeat: str | timedelta | None = None,
-        max_followups: int | None = None,
-        channel: str | None = None,
-        agent: str | None = None,
-        window: str | None = None,
-        subject: str | None = None,
-        campaign: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        result_schema: Mapping[str, Any] | None = None,
-        template_sid: str | None = None,
-        template_variables: Mapping[str, str] | None = None,
-        approval: str | None = None,
-    ) -> NewConversation:
-        """Check and normalise a new conversation, touching nothing (``start`` and
-        ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
-        ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
-        ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-        template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
-        from relay.core.approval import parse_mode
-        from relay.engine.verbs.program import check_meta, todo_specs
-
-        defaults = self.config.settings.defaults
-        _refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
-        parsed = self.address(contact)  # "Ana Lima <ana@x.com>": the name is the contact's
-        objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-        channel = channel or defaults.channel
-        return NewConversation(
-            address=parsed.value,
-            objective=objective,
-            todos=tuple(clean_text(text, "todo") for text, _ in specs),
-            subject=clean_subject(subject) if subject else subject_from_objective(objective),
-            heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
-            max_followups=self._max_followups(max_followups),
-            channel=channel,
-            agent=agent or self.config.settings.agent.backend,
-            window=window,
-            campaign=clean_campaign(campaign),
-            answers=tuple(spec for _, spec in specs),
-            meta=check_meta(meta),
-            result_schema=checked_result_schema(result_schema),
-            template=self._template(channel, template_sid, template_variables),
-            contact_fields={"name": parsed.name} if parsed.name else None,
-            approval=parse_mode(approval or self.config.settings.agent.approval),
-        )
-
-    def create(
-        self, session: Session, spec: NewConversation, now: datetime, actor: str = OPERATOR
-    ) -> Instance:
-        """Create the conversation in the caller's transaction (its contact too):
-        CREATED, or QUEUED behind the contact's live one."""
-        person = contacts.find_or_create(session, self.address(spec.address), now)
-        queries.lock_contact(session, person.id)
-        if person.opted_out_at is not None:
-            raise OptedOut(
-                f"contact {spec.address} has opted out; they must opt in again "
-                "(START from them, or `relay contact opt-in`)"
-            )
-        if person.undeliverable_at is not None:
-            raise Undeliverable(
-                f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
-                "`relay contact deliverable` clears it once the address is fixed"
-            )
-        from relay.engine.conversation import transitions
-        from relay.store.models import Todo
-
-        merge_contact_fields(person, spec, now)
-        instance = self._insert_instance(session, person, spec, now)
-        instance.meta = spec.meta or None
-        instance.result_schema = spec.result_schema
-        session.add_all(
-            Todo(
-                instance_id=instance.id,
-                position=position,
-                text=text,
-                status=TodoStatus.PENDING.value,
-                updated_at=now,
-                **answer_columns(spec, position),
-            )
-            for position, text in enumerate(spec.todos, start=1)
-        )
-        transitions.record_creation(session, instance, now=now, actor=actor)
-        if actor == OPERATOR:
-            args: dict[str, Any] = {"contact": spec.address, "channel": spec.channel}
-            args["agent"] = spec.agent
-            args["todo_kinds"] = [answer.text() for answer in spec.answers]
-            audit.record(session, "start", instance.id, args, now, actor=self.who())
-        self._take_slot(session, instance, now, actor)
-        return instance
-
-    def import_csv(
-        self,
-        path: str | Path,
-        objective: str,
-        todos: Sequence[str],
-        *,
-        campaign: str | None = None,
-        dry_run: bool = False,
-        heartbeat: str | None = None,
-        max_followups: int | None = None,
-        channel: str | None = None,
-        agent: str | None = None,
-        window: str | None = None,
-        on_rows: Callable[[int], None] | None = None,
-        on_total: Callable[[int], None] | None = None,
-    ) -> ImportReport:
-        """A conversation per CSV row (``relay import``); the first turns are left to
-        the daemon. ``on_total`` hears the row count once the file is checked;
-        ``on_rows`` how many more rows were handled."""
-        from relay.engine.verbs import campaigns
-        _refuse_empty(heartbeat, channel, agent, window)
-        options = campaigns.Options(
-            objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
-            agent, window,
-        )  # fmt: skip
-        rows = campaigns.read_rows(Path(path))
-        relay = cast("Relay", self)
-        planned = campaigns.plan(relay, rows, options)
-        if on_total is not None:
-            on_total(len(planned))
-        return campaigns.run(
-            relay, planned, campaign=options.campaign, dry_run=dry_run, progress=on_rows
-        )
-
-    def _max_followups(self, value: int | None) -> int:
-        default = self.config.settings.defaults.max_followups
-        followups = default if value is None else int(value)
-        if not 0 <= followups <= MAX_FOLLOWUPS:
-            raise InvalidInput(f"max_followups must be between 0 and {MAX_FOLLOWUPS}")
-        return followups
-
-    def _insert_instance(
-        self, session: Session, person: Contact, spec: NewConversation, now: datetime
-    ) -> Instance:
-        from relay.store.models import Instance
-
-        instance = Instance(
-            id=new_instance_id(),
-            contact_id=person.id,
-            state=INITIAL.value,
-            objective=spec.objective,
-            subject=spec.subject,
-            channel=spec.channel,
-            agent=spec.agent,
-            window=spec.window or self.config.settings.defaults.window,
-            heartbeat_seconds=int(spec.heartbeat.total_seconds()),
-            max_followups=spec.max_followups,
-            follow_up_count=0,
-            version=0,
-            turn_attempts=0,
-            campaign=spec.campaign,
-            import_key=spec.import_key,
-            template=spec.template,
-            approval=spec.approval,
-            drafts_pending=0,
-            created_at=now,
+    merge_contact_fields(person, spec, now)
+    instance = _insert_instance(rt, session, person, spec, now)
+    instance.meta = spec.meta or None
+    instance.result_schema = spec.result_schema
+    session.add_all(
+        Todo(
+            instance_id=instance.id,
+            position=position,
+            text=text,
+            status=TodoStatus.PENDING.value,
             updated_at=now,
+            **answer_columns(spec, position),
         )
-        session.add(instance)
-        session.flush()
-        return instance
-
-    def _take_slot(self, session: Session, instance: Instance, now: datetime, actor: str) -> None:
-        """Claim the contact's slot, or queue behind its holder.
-
-        The caller holds the contact's lock (:func:`queries.lock_contact`), as does
-        every conversation that frees the slot, so what is seen here is what is;
-        the unique index stays as the last word.
-        """
-        from relay.engine.conversation import transitions
-        taken = queries.slot_holder(session, instance.contact_id) is not None
-        if not taken:
-            try:
-                with session.begin_nested():
-                    instance.contact_slot = instance.contact_id
-                    session.flush()
-            except IntegrityError as exc:
-                if not queries.is_slot_violation(exc):
-                    raise
-                instance.contact_slot = None
-                taken = True
-        if taken:
-            transitions.apply_event(
-                session,
-                instance,
-                Event.CONTACT_HAS_ACTIVE_INSTANCE,
-                now=now,
-                actor=actor,
-                reason="another conversation with this contact is live",
-            )
+        for position, text in enumerate(spec.todos, start=1)
+    )
+    transitions.record_creation(session, instance, now=now, actor=actor)
+    if actor == OPERATOR:
+        args: dict[str, Any] = {"contact": spec.address, "channel": spec.channel}
+        args["agent"] = spec.agent
+        args["todo_kinds"] = [answer.text() for answer in spec.answers]
+        audit.record(session, "start", instance.id, args, now, actor=rt.who())
+    _take_slot(rt, session, instance, now, actor)
+    return instance
 
 
-#: The options :func:`_refuse_empty` checks, in the order it takes them.
-_REFUSED_EMPTY = (
-    "heartbeat", "channel", "agent", "window", "subject", "approval", "whatsapp-template"
-)  # fmt: skip
+def _max_followups(rt: Context, value: int | None) -> int:
+    default = rt.config.settings.defaults.max_followups
+    followups = default if value is None else int(value)
+    if not 0 <= followups <= MAX_FOLLOWUPS:
+        raise InvalidInput(f"max_followups must be between 0 and {MAX_FOLLOWUPS}")
+    return followups
 
 
-def _refuse_empty(*given: object) -> None:
-    """An option given empty (``--heartbeat ""``, ``--window " "``) is refused, not
-    taken as its default; ``given`` in the order of :data:`_REFUSED_EMPTY`."""
-    for option, value in zip(_REFUSED_EMPTY, given, strict=False):
-        if isinstance(value, str) and not value.strip():
-            raise InvalidInput(f"--{option} is empty: give a value or leave the option out")
+def _insert_instance(
+    rt: Context, session: Session, person: Contact, spec: NewConversation, now: datetime
+) -> Instance:
+    from relay.store.models import Instance
+
+    instance = Instance(
+        id=new_instance_id(),
+        contact_id=person.id,
+        state=INITIAL.value,
+        objective=spec.objective,
+        subject=spec.subject,
+        channel=spec.channel,
+        agent=spec.agent,
+        window=spec.window or rt.config.settings.defaults.window,
+        heartbeat_seconds=int(spec.heartbeat.total_seconds()),
+        max_followups=spec.max_followups,
+        follow_up_count=0,
+        version=0,
+        turn_attempts=0,
+        campaign=spec.campaign,
+        import_key=spec.import_key,
+        template=spec.template,
+        approval=spec.approval,
+        drafts_pending=0,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(instance)
+    session.flush()
+    return instance
+
+
+def _take_slot(
+    rt: Context, session: Session, instance: Instance, now: datetime, actor: str
+) -> None:
+    """Claim the contact's slot, or queue behind its holder.
+
+    The caller holds the contact's lock (:func:`queries.lock_contact`), as does
+    every conversation that frees the slot, so what is seen here is what is;
+    the unique index stays as the last word.
+    """
+    from relay.engine.conversation import transitions
+
+    taken = queries.slot_holder(session, instance.contact_id) is not None
+    if not taken:
+        try:
+            with session.begin_nested():
+                instance.contact_slot = instance.contact_id
+                session.flush()
+        except IntegrityError as exc:
+            if not queries.is_slot_violation(exc):
+                raise
+            instance.contact_slot = None
+            taken = True
+    if taken:
+        transitions.apply_event(
+            session,
+            instance,
+            Event.CONTACT_HAS_ACTIVE_INSTANCE,
+            now=now,
+            actor=actor,
+            reason="another conversation with this contact is live",
+        )

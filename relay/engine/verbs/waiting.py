@@ -34,12 +34,14 @@ from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import ENDED, NEEDS_PERSON, values
 from relay.engine.conversation.events import Kind
-from relay.engine.verbs.program import last_cursor, parse_cursor
+from relay.engine.verbs.conversations import get
+from relay.engine.verbs.lookups import unattended_warnings
+from relay.engine.verbs.program import last_cursor, parse_cursor, read_events
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import InstanceView
 
 if TYPE_CHECKING:
-    from relay.engine.verbs.service import Relay
+    from relay.engine.runtime import Runtime
 
 CONDITIONS = ("done", "reply", "answer", "needs-human")
 EXIT_CODES = {"met": 0, "needs_human": 3, "timeout": 4, "ended": 5, "no_daemon": 6}
@@ -91,7 +93,7 @@ class WaitOutcome:
 
 
 def wait(
-    relay: Relay,
+    relay: Runtime,
     instance_ids: Sequence[str],
     *,
     until: str = "done",
@@ -107,7 +109,7 @@ def wait(
     _check(until, instance_ids)
     limit = _seconds(timeout)
     cursor = last_cursor(relay) if since is None else parse_cursor(since)
-    ids = [relay.get(i).id for i in instance_ids]  # resolves prefixes; unknown: exit 2
+    ids = [get(relay, i).id for i in instance_ids]  # resolves prefixes; unknown: exit 2
     started = time.monotonic()
     delay = FIRST_POLL
     fresh = True
@@ -120,20 +122,20 @@ def wait(
         return WaitOutcome(name, until, views, cursor, waited, event, tuple(watch.said))
 
     while True:
-        news = relay.events(since=cursor, instance_ids=ids)
+        news = read_events(relay, since=cursor, instance_ids=ids)
         if news:
             cursor = news[-1].id
         if news or fresh:
-            views = tuple(relay.get(i) for i in ids)
+            views = tuple(get(relay, i) for i in ids)
             decided = _decide(until, views, news)
             if decided is not None:
                 return outcome(decided[0], views, decided[1])
         fresh = False
         waited = time.monotonic() - started
         if watch.unattended(waited) and require_daemon:
-            return outcome("no_daemon", tuple(relay.get(i) for i in ids))
+            return outcome("no_daemon", tuple(get(relay, i) for i in ids))
         if limit is not None and waited >= limit:
-            return outcome("timeout", tuple(relay.get(i) for i in ids))
+            return outcome("timeout", tuple(get(relay, i) for i in ids))
         (on_poll or _nothing)(waited)
         pause = delay if limit is None else min(delay, max(0.0, limit - waited))
         sleep(pause)
@@ -154,7 +156,7 @@ def _nothing(_: float) -> None:
 class _Watch:
     """Looks, now and then, whether anyone does the due work; says each warning once."""
 
-    def __init__(self, relay: Relay, on_warning: Callable[[str], None] | None) -> None:
+    def __init__(self, relay: Runtime, on_warning: Callable[[str], None] | None) -> None:
         self.relay = relay
         self.on_warning = on_warning
         self.said: list[str] = []
@@ -167,7 +169,7 @@ class _Watch:
         if self.checked_at is not None and waited - self.checked_at < RECHECK:
             return self.last
         self.checked_at = waited
-        found = self.relay.unattended()
+        found = unattended_warnings(self.relay)
         for warning in found:
             if warning not in self.said:
                 self.said.append(warning)
@@ -212,7 +214,7 @@ def _seconds(timeout: str | timedelta | None) -> float | None:
 
 
 def bounded(
-    relay: Relay,
+    relay: Runtime,
     instance_ids: Sequence[str],
     *,
     until: str = "done",

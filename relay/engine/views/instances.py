@@ -95,8 +95,8 @@ class InstanceView:
     #: Messages a channel was already handing over when this view was taken (a
     #: pause or cancel cannot call those back; everything else of it is held).
     in_flight: int = 0
-    #: Set by ``relay.api.Relay.start`` when it ran the first turn: what was said,
-    #: and whether the channel took it (sent / queued / failed / blocked).
+    #: Set by ``relay.engine.verbs.starting.start`` when it ran the first turn: what
+    #: was said, and whether the channel took it (sent / queued / failed / blocked).
     first_message: str | None = None
     first_message_status: str | None = None
     #: What relay could not do in the first turn (a note for the operator).

@@ -323,8 +323,10 @@ def test_a_crash_between_fetching_and_storing_reads_the_mail_again_and_stores_it
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("killed after the poll returned, before the commit")
 
+    from relay.engine.verbs import incoming
+
     with monkeypatch.context() as patch:
-        patch.setattr(relay, "ingest", crash)
+        patch.setattr(incoming, "ingest", crash)
         with pytest.raises(RuntimeError, match="killed"):
             pulse(relay)
     assert inbound(relay) == []

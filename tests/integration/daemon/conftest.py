@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_relay import EngineRelay as Relay
 
 from relay.agents import base as agents_base
-from relay.engine.verbs.service import Relay
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from engine_relay import EngineRelay as Relay
 from sqlalchemy import func, select
 
-from relay.engine.verbs.service import Relay
 from relay.runner.pulse import Pulse, PulseReport
 from relay.store.models import Daemon, Instance, Message, Transition
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 from backends import POSTGRES_ONLY, SQLITE_ONLY
 from daemon_support import OBJECTIVE, PHONE, TODOS
+from engine_relay import EngineRelay as Relay
 from sqlalchemy import Engine
 
-from relay.engine.verbs.service import Relay
 from relay.runner.daemon import DaemonRunner
 from relay.store import checkpoints
 from relay.store.database import make_engine

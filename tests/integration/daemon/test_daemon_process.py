@@ -30,9 +30,9 @@ from daemon_support import (
     run_relay,
     sent_texts,
 )
+from engine_relay import EngineRelay as Relay
 from sqlalchemy import bindparam, func, select, update
 
-from relay.engine.verbs.service import Relay
 from relay.store.models import Instance, Message
 from relay.testing import FakeClock, wait_until
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 from daemon_support import OBJECTIVE, PHONE, TODOS, row
+from engine_relay import EngineRelay as Relay
 from sqlalchemy.exc import OperationalError
 
 from relay.engine.turns.commit import TurnCommitter
-from relay.engine.verbs.service import Relay
 from relay.runner.daemon import DaemonRunner
 
 

@@ -25,11 +25,11 @@ from daemon_support import (
     sent_texts,
     start_waiting,
 )
+from engine_relay import EngineRelay as Relay
 from sqlalchemy import select
 
 from relay.core.turns import Action, TurnContext, TurnReason
 from relay.engine.conversation import heartbeat
-from relay.engine.verbs.service import Relay
 from relay.store.models import Instance, Transition
 
 HOUR = timedelta(hours=1)

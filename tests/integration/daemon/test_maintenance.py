@@ -7,8 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 from daemon_support import OTHER, PHONE, history, outbound, pulse, start_waiting
+from engine_relay import EngineRelay as Relay
 
-from relay.engine.verbs.service import Relay
 from relay.runner import retention
 
 DAY = timedelta(days=1)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from backends import SQLITE_ONLY
 from daemon_support import OTHER, PHONE, at, pulse, start_waiting
+from engine_relay import EngineRelay as Relay
 
 from relay.channels import base as channels_base
 from relay.channels.base import ChannelError, Outbound
-from relay.engine.verbs.service import Relay
 
 HOUR = timedelta(hours=1)
 

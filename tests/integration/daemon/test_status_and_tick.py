@@ -14,8 +14,8 @@ from typing import Any
 
 from backends import SQLITE_ONLY
 from daemon_support import PHONE, events, row, start_waiting
+from engine_relay import EngineRelay as Relay
 
-from relay.engine.verbs.service import Relay
 from relay.store.models import Daemon
 
 MINUTE = timedelta(minutes=1)

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from daemon_support import PHONE, at, outbound, pulse, row, sent_texts, start_waiting
-
-from relay.engine.verbs.service import Relay
+from engine_relay import EngineRelay as Relay
 
 MADRID = "Europe/Madrid"
 SECOND = timedelta(seconds=1)

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_relay import EngineRelay as Relay
 
 from relay.channels import base as channels_base
-from relay.engine.verbs.service import Relay
 from relay.testing import Harness, RecordingChannel, ScriptAgent
 
 

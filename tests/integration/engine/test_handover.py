@@ -40,9 +40,8 @@ def _outbound(engine: Harness) -> list[Message]:
 
 
 def _committer_with(engine: Harness, owner: str) -> tuple[TurnRunner, Dispatcher]:
-    turns = TurnRunner(engine.relay, owner)
     dispatcher = Dispatcher(engine.relay, Channels(engine.relay), owner)
-    turns.committer.outbox = dispatcher
+    turns = TurnRunner(engine.relay, owner, outbox=dispatcher)
     return turns, dispatcher
 
 

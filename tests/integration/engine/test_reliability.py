@@ -18,7 +18,7 @@ from relay.channels.base import ChannelError, Inbound, Incoming
 from relay.core.errors import ConfigError, Refused
 from relay.core.states import Event
 from relay.engine.conversation import transitions
-from relay.engine.verbs import doctor
+from relay.engine.verbs import doctor, incoming
 from relay.runner.daemon import DaemonRunner
 from relay.runner.pulse import Pulse
 from relay.store import queries
@@ -140,21 +140,21 @@ def test_a_failed_commit_after_a_poll_reads_the_same_messages_again(
     engine.tick()
     inbox.items.append(Inbound(PHONE, "Thursday", provider_message_id="m1"))
     pulse = Pulse(engine.relay, "poller")
-    real_ingest = engine.relay.ingest
+    real_ingest = incoming.ingest
 
     def outage(*args: Any, **kwargs: Any) -> Any:
         raise ConfigError("database unreachable")
 
-    monkeypatch.setattr(engine.relay, "ingest", outage)
+    monkeypatch.setattr(incoming, "ingest", outage)
     report = pulse.run(poll=True)
     assert report.errors and report.polled == 0
-    assert engine.relay.channel_position("inbox") is None
+    assert incoming.channel_position(engine.relay, "inbox") is None
 
-    monkeypatch.setattr(engine.relay, "ingest", real_ingest)
+    monkeypatch.setattr(incoming, "ingest", real_ingest)
     assert pulse.run(poll=True).polled == 1
     assert pulse.run(poll=True).polled == 0  # the position moved with the message
     assert [t for _, _, t in engine.transcript(iid) if t == "Thursday"] == ["Thursday"]
-    assert engine.relay.channel_position("inbox") == "1"
+    assert incoming.channel_position(engine.relay, "inbox") == "1"
 
 
 def test_long_empty_and_unusable_inbound_is_kept_not_dropped(

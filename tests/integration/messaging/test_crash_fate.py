@@ -14,7 +14,6 @@ from sqlalchemy import select
 
 from relay.channels.twilio import TwilioChannel
 from relay.engine.outbox.dispatcher import SEND_LEASE
-from relay.engine.verbs import doctor
 from relay.runner.pulse import Pulse
 from relay.store.models import Message
 
@@ -142,9 +141,9 @@ def test_when_twilio_cannot_tell_the_fate_is_unknown_until_the_operator_retries(
     clock.advance(timedelta(hours=3))
     Pulse(relay, "new").run()
     assert len(twilio_api.sent) == 1
-    [notice] = [n for n in doctor.notices(relay) if n.subject == f"message {killed.id}"]
+    [notice] = [n for n in relay.notices() if n.subject == f"message {killed.id}"]
     assert f"relay retry {killed.id}" in notice.problem
-    assert doctor.examine(relay) == []  # it breaks no rule
+    assert relay.check() == []  # it breaks no rule
     view = relay.get(killed.instance_id)
     assert view.forecast is not None and view.forecast.next.value == "person"
     assert f"relay retry {killed.id}" in (view.forecast.detail or "")
