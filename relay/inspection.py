@@ -8,9 +8,12 @@ Re-exported by :mod:`relay.api`, which the CLI goes through.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.config import Config
 
 
 def inspect_mail(raw: bytes, file: str) -> dict[str, Any]:
@@ -30,17 +33,18 @@ def inspect_text(line: str) -> dict[str, Any]:
     return {"text": kept, "opt_out": is_opt_out(kept), "opt_in": is_opt_in(kept)}
 
 
-def inspect_address(value: str, region: str, channel: str | None = None) -> dict[str, Any]:
-    """The address relay would store for ``value``, or the one-line reason it refuses it."""
-    import inspect
-
+def inspect_address(
+    value: str, region: str, channel: str | None = None, config: Config | None = None
+) -> dict[str, Any]:
+    """The address relay would store for ``value``, or the one-line reason it refuses it.
+    ``channel`` is read by its type in ``config`` (``[channels.wa] type = "whatsapp"``)
+    as ``relay start`` reads it; without a ``relay.toml``, the name is the type."""
+    from relay.engine.backends import channel_kind
     from relay.engine.contacts.addresses import normalise_address
 
-    options: dict[str, Any] = {}
-    if channel is not None and "channel" in inspect.signature(normalise_address).parameters:
-        options["channel"] = channel
+    kind = channel_kind(config, channel) if channel and config is not None else channel
     try:
-        found = normalise_address(value, region, **options)
+        found = normalise_address(value, region, channel=kind)
     except InvalidInput as exc:
         return {"input": value, "address": None, "error": exc.message}
     return {"input": value, "address": found.value, "error": None}

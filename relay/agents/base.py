@@ -71,10 +71,17 @@ class Agent(Protocol):
 
 
 # name -> factory(settings) where settings is the [agent.NAME] section plus
-# the [agent] keys (timeout, ...). Built-ins register in relay.agents.builtin;
-# third-party packages register through the ``relay.agents`` entry-point group.
+# the [agent] keys (timeout, ...). The built-ins are named here as entry points
+# name theirs, each module imported when such an agent is first built (``openai``
+# imports httpx); third-party packages register through the ``relay.agents``
+# entry-point group.
 AgentFactory = Callable[[Mapping[str, Any]], Agent]
-AGENTS: Registry[AgentFactory] = Registry("relay.agents", "relay.agents.builtin", "agent")
+BUILTIN_AGENTS = {
+    "scripted": "relay.agents.scripted:ScriptedAgent.from_settings",
+    "command": "relay.agents.command:CommandAgent.from_settings",
+    "openai": "relay.agents.openai_compat:OpenAIAgent.from_settings",
+}
+AGENTS: Registry[AgentFactory] = Registry("relay.agents", BUILTIN_AGENTS, "agent")
 
 
 def register_agent(name: str, factory: AgentFactory) -> None:

@@ -4,8 +4,8 @@ OpenAI itself, Azure-style gateways, vLLM, llama.cpp, Ollama and LiteLLM all
 accept the same request, so one backend covers them: each relay action is
 offered as a function tool and the model's tool calls come back as actions.
 
-This module imports httpx; :mod:`relay.agents.builtin` imports this module
-only when an ``openai`` agent is built, so other commands stay fast.
+This module imports httpx; the registry (:data:`relay.agents.base.BUILTIN_AGENTS`)
+imports it only when an ``openai`` agent is built, so other commands stay fast.
 """
 
 from __future__ import annotations

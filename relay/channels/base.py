@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
-from relay.core.registry import Registry
+from relay.core.registry import Registry, load_path
 from relay.core.values import DeliveryStatus, InboundKind
 
 
@@ -291,9 +291,29 @@ def secret_from_env(name: str, variable: str) -> str:
 
 
 ChannelFactory = Callable[[str, Mapping[str, Any]], Channel]
-CHANNELS: Registry[ChannelFactory] = Registry(
-    "relay.channels", "relay.channels.builtin", "channel type"
-)
+
+
+def _twilio(kind: str) -> ChannelFactory:
+    """SMS and WhatsApp are one backend, Twilio's, told which of the two it is."""
+
+    def factory(name: str, settings: Mapping[str, Any]) -> Channel:
+        return load_path("relay.channels.twilio:TwilioChannel")(name, kind, settings)
+
+    return factory
+
+
+#: The channels that ship with relay, named as an entry point names a third-party
+#: one; each module is imported only when a channel of that kind is built, so
+#: listing or reading instances never pays for smtplib or httpx.
+BUILTIN_CHANNELS: dict[str, str | ChannelFactory] = {
+    "console": "relay.channels.console:ConsoleChannel.from_settings",
+    "webhook": "relay.channels.webhook:WebhookChannel.from_settings",
+    "email": "relay.channels.email:EmailChannel.from_settings",
+    "sms": _twilio("sms"),
+    "whatsapp": _twilio("whatsapp"),
+    "telegram": "relay.channels.telegram:TelegramChannel",
+}
+CHANNELS: Registry[ChannelFactory] = Registry("relay.channels", BUILTIN_CHANNELS, "channel type")
 
 
 def register_channel(kind: str, factory: ChannelFactory) -> None:

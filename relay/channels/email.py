@@ -164,6 +164,7 @@ class EmailChannel:
         #: An out-of-office naming no readable return date pauses its conversation this long.
         self.auto_reply_pause = auto_reply_pause
         self._poller: ImapPoller | None = None
+        self._region_of: Callable[[str], str | None] | None = None
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> EmailChannel:
@@ -193,6 +194,11 @@ class EmailChannel:
             bounce_address=_text(settings, "bounce_address"),
             auto_reply_pause=_pause(name, settings),
         )
+
+    def regions_from(self, region_of: Callable[[str], str | None]) -> None:
+        """How to learn a sender's region (given by the engine, which knows the contacts):
+        a numeric return date in an out-of-office is read in the contact's day/month order."""
+        self._region_of = region_of
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -305,7 +311,10 @@ class EmailChannel:
 
         fetched, moved = self.poller().fetch(cursor)
         mailbox = Mailbox(
-            self.identity.address, self.identity.unsubscribe_address, self.auto_reply_pause
+            self.identity.address,
+            self.identity.unsubscribe_address,
+            self.auto_reply_pause,
+            self._region_of,
         )
         messages: list[Inbound] = []
         receipts: list[Receipt] = []

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from relay.cli import render
 from relay.cli.session import JsonOption, state
 from relay.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from relay.config import Config
 
 inspect_app = typer.Typer(
     help="Show what relay makes of a mail, a reply's text or an address (no database).",
@@ -125,8 +128,9 @@ def address(
     """
     from relay.api import inspect_address
 
-    region = _region()
-    rows = [inspect_address(value, region, channel) for value in values]
+    config = _config()
+    region = str(config.settings.defaults.region) if config is not None else "US"
+    rows = [inspect_address(value, region, channel, config) for value in values]
     if json_out:
         for row in rows:
             render.emit_json_line(row)
@@ -138,14 +142,15 @@ def address(
     )
 
 
-def _region() -> str:
-    """The default region of relay.toml when there is one (as the daemon reads numbers)."""
+def _config() -> Config | None:
+    """relay.toml when there is one (its region and channel types, as the daemon reads
+    numbers); None without one: ``relay inspect`` needs no configuration."""
     from relay.core.errors import ConfigError
 
     try:
-        return str(state.config().settings.defaults.region)
+        return state.config()
     except (ConfigError, OSError):
-        return "US"
+        return None
 
 
 def register(app: typer.Typer) -> None:

@@ -53,12 +53,19 @@ _OUR_SIDE_WORDS = (
         r"unable to relay|relay access denied|we do not relay|my name was rejected|\b(helo|ehlo)\b"
 )
 _OUR_SIDE = re.compile(_OUR_SIDE_WORDS, re.I)
+#: The recipient (or their provider on their behalf) chose not to take mail from us.
+_RECIPIENT_CHOICE_WORDS = (
+    r"recipient('s)? (preferences|settings)|"
+    r"(rejected|blocked|refused) by (the )?recipient\b(?! (domain|server|system|host))|"
+    r"recipient (is only accepting|refuses|has blocked)|user refuses|message rejected due to user"
+)
 
 # Ordered: the first wording that matches decides. Specific causes that are not
 # about the address (spam, authentication, rate, quota, size, suspension) come
 # before "unknown user", because rejections often say both ("550 5.1.1 ...
 # rejected: sender blocked, see spamhaus" is a block, not a dead mailbox).
 _WORDING: tuple[tuple[BounceReason, str], ...] = (
+    (BounceReason.POLICY, _RECIPIENT_CHOICE_WORDS),
     (
         BounceReason.AUTHENTICATION,
         r"\bspf\b|\bdkim\b|\bdmarc\b|sender policy framework|not authenticated|"
@@ -79,7 +86,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"rate limit|too many (messages|emails|mails|connections|recipients|concurrent)|"
         r"(sending|receiving|delivery) (rate|limit)|rate of |throttl|try (again )?later|"
         r"temporarily deferred|exceeded .*(limit|quota) .*(sending|send|per )|"
-        r"too much mail|unusual rate|connection limit|slow down",
+        r"too much mail|unusual rate|connection limit|slow down|at a rate that",
     ),
     (
         BounceReason.MAILBOX_FULL,
@@ -115,7 +122,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
         r"host not found|name or service not known|nxdomain|"
         r"(no|null) mx\b|no mail (exchanger|server|host)|"
-        r"unrouteable (mail )?domain|unroutable (mail )?domain|domain (is )?unroutable|"
+        r"unrout\w*able (mail )?(domain|address)|domain (is )?unroutable|"
         r"(does not|doesn't) (accept|receive) (e-?)?mail|accepts no mail|nullmx|"
         r"(unknown|invalid|non-?existent) domain|bad destination system|illegal host",
     ),
@@ -134,6 +141,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"mailbox unavailable|no mailbox|not our (customer|user)|unknown or illegal alias|"
         r"invalid .{0,20}userid|"
         r"has moved|no longer (active|available|valid|in use|with|works|work)|"
+        r"address (couldn't|could not|cannot|can't) be found|address not found|"
+        r"recipient address rejected: access denied|"  # Microsoft 365: not in the directory
         r"does not exist|doesn't exist|not listed in|unknown user|user unknown|"
         r"no such (user|mailbox|recipient|address|account|person|local|addressee)|"
         r"is not a valid mailbox|(not|n't) have an? (\S+ )?(account|mailbox)|"
@@ -204,7 +213,7 @@ _BY_CODE = {
     "7.17": BounceReason.USER_UNKNOWN,  # mailbox owner has changed
     "7.18": BounceReason.USER_UNKNOWN,  # domain owner has changed
     "4.5": BounceReason.RATE_LIMITED,  # mail system congestion
-    "3.2": BounceReason.RATE_LIMITED,  # system not accepting network messages
+    "3.2": BounceReason.RATE_LIMITED,  # system not accepting network messages (5.3.2: below)
     "6.0": BounceReason.POLICY,  # media not supported / content
 }
 _NULL_MX = re.compile(r"null mx|nullmx|(does not|doesn't) (accept|receive) (e-?)?mail", re.I)
@@ -229,17 +238,77 @@ def by_status(status: str | None) -> BounceReason | None:
     """The reason an enhanced status code names (RFC 3463), or None for a generic one."""
     if not status:
         return None
+    if status == "5.3.2":
+        return BounceReason.HOST_UNKNOWN  # a host that will never take network mail
     _, _, rest = status.partition(".")
     return _BY_CODE.get(rest)
 
 
-def classify(status: str | None, text: str, *, smtp_code: int | None = None) -> BounceReason:
+#: Amazon SES writes its own description of the status before the answer it was given.
+_RELAYED = re.compile(r"\b[245]\.\d{1,3}\.\d{1,3} - [^'\n]{0,80}?\b[45]\d\d[- ]'(?P<said>[^']+)'")
+#: "550 : User unknown": a refusal that names no recipient answered for the whole message
+#: (after DATA), the way some carriers word a recipient's filter.
+_NO_RECIPIENT = re.compile(r"\b[45]\d\d\s*:?\s+:\s*(user unknown|unknown user)", re.I)
+#: A sentence that states the account is missing (Yahoo refuses unknown users this way
+#: after DATA), unlike a bare "User unknown", which filters also answer.
+_FINDING = re.compile(r"(doesn't|does not) have an? [\w.-]+ account|"
+                      r"account (that )?you tried to reach does not exist", re.I)
+#: A local delivery program failed (RFC 3464 diagnostic type ``x-unix``): a mailer error.
+_LOCAL_PROGRAM = re.compile(r"^\W*x-unix\s*;", re.I)
+#: "may not exist or you may not have permission": a guess, not a server's finding.
+_HEDGED = re.compile(r"\bmay not exist|might not exist|möglicherweise nicht|il se peut|"
+                     r"puede que no exist|pode não existir", re.I)
+
+
+def classify(
+    status: str | None, text: str, *, smtp_code: int | None = None, command: str | None = None
+) -> BounceReason:
     """The reason of one failed delivery: the diagnostic's wording first, then its status.
 
     A status that names a dead address (``5.1.1``) is trusted over a generic
     wording such as "rejected" or "denied" (which only says a server said no);
     a specific wording (quota, spam, rate, suspension) wins over any code.
+    ``command`` (:func:`relay.core.smtp_steps.refused_at`) is the SMTP step refused.
     """
+    relayed = _RELAYED.search(text)
+    if relayed:  # "5.1.0 - Unknown address error 550-'...'": the quoted answer is the server's
+        text = relayed.group("said")
+        status = parse_status(text) or status
+    reason = _classify(status, text, smtp_code)
+    if not reason.dead:
+        return reason
+    return _dead_or_not(reason, status, text, command)
+
+
+def _dead_or_not(
+    reason: BounceReason, status: str | None, text: str, command: str | None
+) -> BounceReason:
+    """A dead reading stands only when nothing in the bounce contradicts it.
+
+    Marking a live address dead shuts a person out for good, while a missed
+    mark costs one more soft bounce (and repeated soft bounces escalate), so a
+    bounce whose parts disagree is read the live way: a refusal of our sender
+    or our message (MAIL FROM, HELO, after DATA, "550 : User unknown"), a
+    status code about the mailbox or the system rather than the address
+    (``5.2.x``, ``5.3.x``, ``5.7.x``) not said at RCPT TO, a local program's
+    failure, a hedged "may not exist".
+    """
+    subject = status.split(".")[1] if status else ""
+    if command in ("MAIL", "HELO") or _NO_RECIPIENT.search(text):
+        return BounceReason.POLICY
+    if command == "DATA" and subject != "1" and not _FINDING.search(text):
+        return BounceReason.POLICY  # no code about the address: a filter's answer
+    if _LOCAL_PROGRAM.search(text):
+        return BounceReason.OTHER
+    if _HEDGED.search(text):
+        return BounceReason.POLICY
+    if reason is BounceReason.USER_UNKNOWN and subject in ("2", "3", "7") and command != "RCPT":
+        coded = by_status(status)
+        return coded if coded is not None and not coded.dead else BounceReason.OTHER
+    return reason
+
+
+def _classify(status: str | None, text: str, smtp_code: int | None) -> BounceReason:
     said = by_wording(text)
     coded = by_status(status)
     decided = _override(status, said, coded, text)
@@ -263,10 +332,12 @@ def _override(
         return BounceReason.EXPIRED  # a DNS failure the server will retry: not a missing domain
     if coded is BounceReason.POLICY and status and status.split(".")[1] == "1":
         return coded  # X.1.7 / X.1.8: our sender address was refused
-    if said is BounceReason.POLICY and _OUR_SIDE.search(text):
+    if said is BounceReason.POLICY and re.search(f"{_OUR_SIDE_WORDS}|{_RECIPIENT_CHOICE_WORDS}",
+                                                 text, re.I):
         return said  # our sender or our content was refused, whatever the code says
     if said is BounceReason.USER_UNKNOWN and coded is BounceReason.HOST_UNKNOWN:
-        return coded
+        # 5.1.10 is a null MX (RFC 7505), but Microsoft 365 answers it for a missing recipient
+        return said if status and status.endswith(".1.10") else coded
     return None
 
 

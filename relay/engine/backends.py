@@ -8,6 +8,7 @@ missing would only fail later, in the daemon, where nobody is watching.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from relay.channels.base import Channel, make_channel
@@ -90,6 +91,7 @@ class Channels:
         if name not in self._built:
             built = make_channel(name, channel_settings(self.relay.config, name))
             share_pacing(self.relay, name, built)
+            _share_regions(self.relay, built)
             self._built[name] = built
         return self._built[name]
 
@@ -103,3 +105,24 @@ class Channels:
             return bool(getattr(self.get(name), "threads", True))
         except Exception:  # a channel that cannot be built fails its sends later
             return True
+
+
+def _share_regions(relay: Runtime, channel: Any) -> None:
+    """Give a channel that reads dates in what contacts write (``regions_from``) the
+    contact's region: ``4/5`` in a return date is April 5 in the US, 4 May elsewhere."""
+    take = getattr(channel, "regions_from", None)
+    if callable(take):
+        take(partial(contact_region, relay))
+
+
+def contact_region(relay: Runtime, address: str) -> str | None:
+    """The region of the contact writing from ``address``: that of their time zone,
+    else of the configured contacts' time zone (``[defaults] timezone``); None for
+    none (``UTC``), and the mail's language decides."""
+    from relay.core.zone_regions import region_of_zone
+    from relay.store.queries import contact_by_address
+
+    with relay.store.read_transaction() as session:
+        contact = contact_by_address(session, address.strip().lower())
+        zone = contact.timezone if contact is not None else None
+    return region_of_zone(zone) or region_of_zone(relay.config.settings.defaults.timezone)

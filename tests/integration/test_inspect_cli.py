@@ -69,3 +69,16 @@ def test_inspect_address_normalises_or_says_why_not(run_cli: Cli) -> None:
     assert "\n" not in rows[2]["error"]
     table = run_cli("inspect", "address", "bad@")
     assert table.exit_code == 0 and "invalid email address" in table.stdout
+
+
+def test_inspect_address_reads_a_channel_by_its_type(run_cli: Cli, tmp_path: Path) -> None:
+    """As ``relay start`` does: a WhatsApp channel's digits carry their country code."""
+    bare = _lines(run_cli("inspect", "address", "4930123456", "--channel", "whatsapp", "--json"),
+                  "inspect-address")  # fmt: skip
+    assert bare[0]["address"] == "+4930123456"
+    (tmp_path / "relay.toml").write_text('[channels.wa]\ntype = "whatsapp"\n')
+    named = run_cli("inspect", "address", "4930123456", "--channel", "wa", "--json")
+    assert _lines(named, "inspect-address")[0]["address"] == "+4930123456"
+    sms = _lines(run_cli("inspect", "address", "4930123456", "--channel", "sms", "--json"),
+                 "inspect-address")  # fmt: skip
+    assert sms[0]["address"] is None and "+14930123456" in sms[0]["error"]

@@ -89,6 +89,7 @@ def _error_lines(body: str) -> str:
         if STATUS.search(stripped) or SMTP_REPLY.search(stripped) or re.search(
             r"unknown|not exist|no such|quota|full|blocked|spam|denied|rejected|refused|"
             r"invalid|disabled|suspended|expired|timed? ?out|too (large|big)|exceed|"
+            r"not found|(couldn't|could not|cannot) be found|unrout\w*able|no mx\b|"
             r"не существует|нет такого|переполнен|error|failed|unavailable|unable",
             stripped,
             re.I,

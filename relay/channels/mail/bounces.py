@@ -33,6 +33,7 @@ from relay.channels.mail.bounce_text import (
     unique,
 )
 from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status
+from relay.core.smtp_steps import refused_at
 
 _DAEMON_LOCAL = re.compile(
     r"^(mailer[-_.]?daemon|post[-_.]?master|mail[-_.]?daemon|mail[-_.]?delivery[-_.]?(system|subsystem)?|"
@@ -215,7 +216,8 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     if status and status.startswith("2"):
         status = parse_status(diagnostic) or status
     wording = diagnostic or error_text(body) or str(mail.get("Subject", ""))
-    reason = _staged(classify(status, wording, smtp_code=_smtp_code(diagnostic or body)), body)
+    reason = classify(status, wording, smtp_code=_smtp_code(diagnostic or body),
+                      command=refused_at(f"{diagnostic}\n{body}"))
     return _failure(mail, status, reason, addresses, diagnostic or error_text(body))
 
 
@@ -285,24 +287,9 @@ def _from_text(mail: Message) -> Bounce:
     detail = error_text(body)
     status = parse_status(detail) or parse_status(body)
     wording = detail or body[:2000] or subject
-    reason = classify(status, wording, smtp_code=_smtp_code(detail or body))
-    reason = _staged(reason, body)
+    reason = classify(status, wording, smtp_code=_smtp_code(detail or body),
+                      command=refused_at(body))
     return _failure(mail, status, reason, text_recipients(mail, body), detail)
-
-
-_STAGE = re.compile(
-    r"after (mail from|end of data|data|final data)\b|did not like our (final )?data|"
-    r"in reply to (end of )?data|after the message was sent",
-    re.I,
-)
-
-
-def _staged(reason: BounceReason, body: str) -> BounceReason:
-    """A server that refused at MAIL FROM (our sender) or after DATA (the content, the
-    recipient having been accepted) said nothing about the address being dead."""
-    if reason.dead and _STAGE.search(body):
-        return BounceReason.POLICY
-    return reason
 
 
 def _without_delay_words(text: str) -> str:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import Message
@@ -53,6 +54,8 @@ class Mailbox:
     unsubscribe_address: str
     #: How long an out-of-office with no readable return date pauses (None: not at all).
     away_default: timedelta | None = None
+    #: The region of the contact writing from an address (day/month order of a return date).
+    region_of: Callable[[str], str | None] | None = None
 
 
 def parse_mail(raw: bytes, arrived: datetime | None, mailbox: Mailbox) -> Inbound | Receipt | None:
@@ -63,6 +66,10 @@ def parse_mail(raw: bytes, arrived: datetime | None, mailbox: Mailbox) -> Inboun
         return None  # one of ours, e.g. a copy in a shared mailbox
     at = arrived or mail_date(mail)
     reading = read_mail(mail, received=at)
+    if reading.kind is MailKind.AUTO_REPLY and mailbox.region_of is not None:
+        region = mailbox.region_of(_sender(mail))
+        if region:  # the same reading, with the contact's day/month order
+            reading = read_mail(mail, received=at, region=region)
     if reading.kind is MailKind.COMPLAINT and reading.complaint is not None:
         return _complaint(reading.complaint, mail, raw, message_id, at)
     if reading.bounce is not None:

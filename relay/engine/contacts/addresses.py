@@ -189,9 +189,11 @@ def _telegram(raw: str) -> Address:
     return Address(f"{TELEGRAM_PREFIX}{int(chat)}", "telegram")
 
 
-def address_for(rt: Runtime, contact: str) -> Address:
-    """``contact`` normalised as the configuration reads it (``[defaults] region``)."""
-    return normalise_address(contact, rt.config.settings.defaults.region)
+def address_for(rt: Runtime, contact: str, channel_type: str | None = None) -> Address:
+    """``contact`` normalised as the configuration reads it (``[defaults] region``).
+    ``channel_type``: the type of the channel that will reach it (``whatsapp``,
+    ``telegram``: digits carry their country code; see :func:`normalise_address`)."""
+    return normalise_address(contact, rt.config.settings.defaults.region, channel=channel_type)
 
 
 def normalise(rt: Runtime, contact: str) -> str:

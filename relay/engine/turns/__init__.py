@@ -1,6 +1,6 @@
-"""The turns wing: the agent's turn on a conversation. The runner claims due turns, the
-context is what the agent is shown, the commit writes its answer back (answers parsed
-per todo).
+"""The turns wing: the agent's turn on a conversation. The runner claims due turns and
+reads what the agent is shown (the context), the commit writes its answer back (answers
+parsed per todo).
 
 Entry: :mod:`.runner` (``TurnRunner``).
 """

@@ -53,6 +53,14 @@ def reach(rt: Runtime, channel: str, address: str) -> str:
         return chat_links.reach(session, channel, person.id, address)
 
 
+def channel_type(rt: Runtime, channel: str) -> str:
+    """The type of channel ``channel`` (what its backend is): how it writes addresses
+    (a WhatsApp ``wa_id`` carries its country code without ``+``)."""
+    from relay.engine.backends import channel_kind
+
+    return channel_kind(rt.config, channel)
+
+
 def check_backends(
     rt: Runtime, channel: str, agent: str, window: str | None, address: str | None = None
 ) -> None:

@@ -158,7 +158,7 @@ def prepare(
 
     defaults = rt.config.settings.defaults
     refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
-    parsed = address_for(rt, contact)  # "Ana Lima <ana@x.com>": the name is the contact's
+    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
     channel = channel or defaults.channel
     return NewConversation(

@@ -27,6 +27,20 @@ def test_the_section_name_is_the_type_unless_type_says_otherwise(data_dir):
     assert isinstance(make_channel("webhook", {"url": "http://x"}), WebhookChannel)
 
 
+def test_every_builtin_kind_builds_its_own_backend():
+    """The built-ins are named ``module:attr`` (as entry points are), loaded when first built."""
+    from relay.channels.telegram import TelegramChannel
+    from relay.channels.twilio import TwilioChannel
+
+    twilio = {"account_sid": "AC1", "auth_token_env": "T", "from": "+15550001111"}
+    for kind in ("sms", "whatsapp"):
+        channel = make_channel(f"my-{kind}", {"type": kind, **twilio})
+        assert isinstance(channel, TwilioChannel) and channel.kind == kind
+        assert channel.name == f"my-{kind}"
+    assert isinstance(make_channel("telegram", {"token_env": "T"}), TelegramChannel)
+    assert set(base.BUILTIN_CHANNELS) <= set(channel_kinds())
+
+
 def test_an_unknown_type_names_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown channel type 'carrier-pigeon'.*console"):
         make_channel("birds", {"type": "carrier-pigeon"})

@@ -177,6 +177,46 @@ def test_an_out_of_office_is_kept_never_answered_and_pauses_until_the_return_dat
     assert stored.kind == "auto_reply"
 
 
+def test_a_numeric_return_date_is_read_in_the_contacts_region(
+    mail_relay, smtp_server, imap_server, clock
+):
+    """"back on 4/5" is April 5 from a contact in New York and 4 May from one in
+    London: the daemon's poll reads the return date with the contact's region."""
+    relay = mail_relay
+    relay.set_contact(ALICE, timezone="America/New_York")
+    relay.set_contact(BOB, timezone="Europe/London")
+    today = clock.now().date()
+    back = next(
+        day for day in (today + timedelta(days=n) for n in range(3, 90))
+        if day.day <= 12 and day.day != day.month
+    )
+    swapped = back.replace(month=back.day, day=back.month)
+    if swapped <= today:
+        swapped = swapped.replace(year=swapped.year + 1)
+    views = {}
+    for who in (ALICE, BOB):
+        views[who] = relay.start(who, "confirm the delivery", TODOS, heartbeat="1h")
+    pulse(relay)
+    sent = {str(m["To"]): m["Message-ID"] for m in mails(smtp_server)}
+    for n, who in enumerate((ALICE, BOB)):
+        first_id = next(v for k, v in sent.items() if who in k)
+        imap_server.append(
+            reply(
+                who,
+                f"<ooo-region-{n}@mail.example.com>",
+                first_id,
+                first_id,
+                f"I am out of the office, back on {back.month}/{back.day}.",
+                Subject="Automatic reply: Your order",
+                Auto_Submitted="auto-replied",
+            )
+        )
+    pulse(relay)
+    us, uk = instance(relay, views[ALICE].id), instance(relay, views[BOB].id)
+    assert us.paused_until is not None and us.paused_until.date() == back
+    assert uk.paused_until is not None and uk.paused_until.date() == swapped
+
+
 def test_a_hard_bounce_fails_the_message_and_marks_the_address_undeliverable(
     mail_relay, smtp_server, imap_server
 ):

@@ -66,7 +66,12 @@ class WatchingChannel:
                 self.violations.append(
                     f"message {message.message_id} sent to opted-out {message.to}"
                 )
-            instance = session.get(Instance, message.instance_id) if message.instance_id else None
+            # Instances are keyed by seq; the public id is a unique column.
+            instance = (
+                session.scalar(select(Instance).where(Instance.id == message.instance_id))
+                if message.instance_id
+                else None
+            )
             if instance is not None and instance.state in HELD_OR_ENDED:
                 self.violations.append(
                     f"message {message.message_id} sent while its conversation "

@@ -98,8 +98,7 @@ def test_dry_run_starts_nothing(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_the_agent_sees_the_contacts_fields(api: Any, tmp_path: Path) -> None:
-    from relay.engine.turns.context import read_contexts
-    from relay.engine.turns.runner import TurnRunner
+    from relay.engine.turns.runner import TurnRunner, read_contexts
 
     path = _csv(tmp_path, "phone,name,order\n+15551230001,Ana,1042\n")
     report = api.import_csv(path, OBJECTIVE, ["Ask {name}"], campaign="spring")
