@@ -41,11 +41,8 @@ def claim_in_doubt(
     first, locked (``SKIP LOCKED`` on PostgreSQL: another worker asks about those).
     With ``message_id`` or ``instance_id``: only those of that message's
     conversation, or of that conversation."""
-    one = message_id is not None or instance_id is not None
-    query = _in_doubt(dialect_of(session), one)
-    if message_id is not None:
-        instance_id = session.scalar(select(Message.instance_id).where(Message.id == message_id))
-    params = {"now": now, "limit": limit, "instance_id": instance_id}
+    query = _in_doubt(dialect_of(session), message_id is not None, instance_id is not None)
+    params = {"now": now, "limit": limit, "message_id": message_id, "instance_id": instance_id}
     rows = locked_rows.rows(session, MessageRow, query, params)
     for message in rows:
         message.next_attempt_at = now + lease
@@ -55,12 +52,16 @@ def claim_in_doubt(
 
 
 @per_dialect
-def _in_doubt(dialect: str, one: bool) -> Select[Any]:
+def _in_doubt(dialect: str, one_message: bool, one_instance: bool) -> Select[Any]:
+    """One statement (a claim runs it on every delivery pass)."""
     query = locked_rows.selecting(MessageRow).where(
         Message.status == MessageStatus.SENDING.value,
         Message.next_attempt_at <= bindparam("now"),
     )
-    if one:
+    if one_message:
+        of = select(Message.instance_id).where(Message.id == bindparam("message_id"))
+        query = query.where(Message.instance_id == of.scalar_subquery())
+    elif one_instance:
         query = query.where(Message.instance_id == bindparam("instance_id"))
     return skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
 

@@ -42,7 +42,9 @@ CLOCK_SLACK = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
-class _Doubt:
+class Doubt:
+    """A message leased by :meth:`Doubts.take`, to ask its channel about."""
+
     outbound: Outbound
     channel: str
     #: The lease this dispatcher took on the row to ask about it.
@@ -64,43 +66,60 @@ class Doubts:
         *,
         message_id: int | None = None,
         instance_id: str | None = None,
-    ) -> None:
+    ) -> bool:
         """Ask about and settle up to ``limit`` messages whose sender died (those of
-        ``message_id``'s conversation, or of ``instance_id``)."""
+        ``message_id``'s conversation, or of ``instance_id``), taken in a transaction
+        of their own. Whether any went back to the outbox."""
         with self.relay.store.transaction() as session:
-            now = self.relay.now()
-            rows = doubts.claim_in_doubt(
-                session,
-                now,
-                lease,
-                limit,
-                self.owner,
-                message_id=message_id,
-                instance_id=instance_id,
+            asked = self.take(session, lease, limit, message_id=message_id, instance_id=instance_id)
+        return self.resolve(asked, report)
+
+    def take(
+        self,
+        session: Session,
+        lease: timedelta,
+        limit: int,
+        *,
+        message_id: int | None = None,
+        instance_id: str | None = None,
+    ) -> list[Doubt]:
+        """Lease up to ``limit`` messages whose sender died, in the caller's
+        transaction (a claim's: one statement more when there are none), for
+        :meth:`resolve` to ask about once it has committed."""
+        now = self.relay.now()
+        rows = doubts.claim_in_doubt(
+            session, now, lease, limit, self.owner, message_id=message_id, instance_id=instance_id
+        )
+        if not rows:
+            return []
+        facts = gate.Facts.read(session, rows)
+        return [
+            Doubt(
+                Outbound(
+                    message_id=row.id,
+                    instance_id=row.instance_id,
+                    to=facts.address(row.channel or "console", row.contact_id),
+                    text=row.body,
+                    idempotency_key=row.idempotency_key or str(row.id),
+                ),
+                row.channel or "console",
+                now + lease,
+                row.created_at,
             )
-            if not rows:
-                return
-            facts = gate.Facts.read(session, rows)
-            asked = [
-                _Doubt(
-                    Outbound(
-                        message_id=row.id,
-                        instance_id=row.instance_id,
-                        to=facts.address(row.channel or "console", row.contact_id),
-                        text=row.body,
-                        idempotency_key=row.idempotency_key or str(row.id),
-                    ),
-                    row.channel or "console",
-                    now + lease,
-                    row.created_at,
-                )
-                for row in rows
-            ]
+            for row in rows
+        ]
+
+    def resolve(self, asked: list[Doubt], report: DeliveryReport) -> bool:
+        """Ask the channels about what :meth:`take` leased, outside any transaction,
+        and settle it in one. Whether any went back to the outbox (due at once: a
+        second claim may send it)."""
+        if not asked:
+            return False
         answers = [(doubt, self._ask(doubt)) for doubt in asked]
         with self.relay.store.transaction() as session:
-            self._record(session, answers, report)
+            return self._record(session, answers, report) > 0
 
-    def _ask(self, doubt: _Doubt) -> tuple[Reconciled, bool]:
+    def _ask(self, doubt: Doubt) -> tuple[Reconciled, bool]:
         """The channel's answer, and whether a second hand-over is allowed."""
         try:
             channel = self.channels.get(doubt.channel)
@@ -113,10 +132,12 @@ class Doubts:
     def _record(
         self,
         session: Session,
-        answers: list[tuple[_Doubt, tuple[Reconciled, bool]]],
+        answers: list[tuple[Doubt, tuple[Reconciled, bool]]],
         report: DeliveryReport,
-    ) -> None:
+    ) -> int:
+        """Settle each answer while the row is still ours; how many went back."""
         now = self.relay.now()
+        requeued = 0
         # Conversations first, then messages: the order every command locks in.
         owners = sorted({d.outbound.instance_id for d, _ in answers if d.outbound.instance_id})
         claims.lock_instance_rows(session, owners)
@@ -137,6 +158,7 @@ class Doubts:
                 report.sent += 1
             elif answer.fate is Fate.NOT_SENT or allowed:
                 doubts.settle_again(message, now)
+                requeued += 1
                 why = "did not get it" if answer.fate is Fate.NOT_SENT else "may get it twice"
                 commit_log.info(session, log, "message %s to %s: %s " + why + ", sent again", *ids)
             else:
@@ -150,3 +172,4 @@ class Doubts:
                     message.id,
                 )
         locked_rows.write(session, locked.values())
+        return requeued
