@@ -30,7 +30,7 @@ from relay.core.errors import ConfigError
 from relay.engine.contacts import addresses
 from relay.engine.conversation.audit import OPERATOR
 from relay.engine.runtime import Context
-from relay.engine.verbs import contact_verbs, conversations, lookups, starting
+from relay.engine.verbs import contact_verbs, conversations, lookups, privacy, starting
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import ContactView, InstanceView, MessageView, TransitionView
@@ -67,9 +67,8 @@ class Relay:
 
     @classmethod
     def open(cls, config: Config | str | Path | None = None, clock: Clock | None = None) -> Relay:
-        """Open the store ``config`` names: a :class:`Config`, the path of a
-        ``relay.toml``, or None for what the ``relay`` command would use here
-        (``RELAY_CONFIG``, ``./relay.toml``, ``RELAY_*`` variables, the defaults)."""
+        """Open the store ``config`` names: a :class:`Config`, a ``relay.toml`` path, or None
+        for what ``relay`` uses here (RELAY_CONFIG, ./relay.toml, RELAY_* variables, defaults)."""
         if not isinstance(config, Config):
             config = load_config(config)
         return cls(
@@ -129,8 +128,7 @@ class Relay:
     def import_csv(
         self, path: str | Path, objective: str, todos: Sequence[str], **options: Any
     ) -> ImportReport:
-        """A conversation per CSV row (``relay import``); ``options``: see
-        :func:`relay.engine.verbs.csv_import.import_csv`."""
+        """A conversation per CSV row (``relay import``); ``options``: see ``csv_import``."""
         from relay.engine.verbs.csv_import import import_csv
 
         return import_csv(self._rt, path, objective, todos, **options)
@@ -139,6 +137,8 @@ class Relay:
         return conversations.get(self._rt, instance_id)
 
     instance = get  # the plain name a program reads best
+    export_contact = privacy.export_contact  # everything held about a person, as JSON
+    erase_contact = privacy.erase_contact  # delete it; keep a keyed hash of each address
 
     def instances(
         self,
@@ -234,8 +234,8 @@ class Relay:
         """Clear the contact's undeliverable mark (audited with the old reason)."""
         return contact_verbs.deliverable(self._rt, contact)
 
-    def set_contact(self, contact: str, *, timezone: str | None = None) -> ContactView:
-        return contact_verbs.set_contact(self._rt, contact, timezone=timezone)
+    def set_contact(self, contact: str, **fields: str | None) -> ContactView:
+        return contact_verbs.set_contact(self._rt, contact, **fields)  # timezone, consent
 
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""

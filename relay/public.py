@@ -24,7 +24,9 @@ from relay.core.errors import (
     Ambiguous,
     ConfigError,
     Conflict,
+    Erased,
     InvalidInput,
+    NoConsent,
     NotFound,
     OptedOut,
     Refused,
@@ -42,6 +44,9 @@ if TYPE_CHECKING:  # loaded on first use (_LAZY); ``X as X``: re-exported
     from relay.engine.contacts.chat_links import ChatLink as ChatLink
     from relay.engine.verbs.campaigns import ImportReport as ImportReport
     from relay.engine.verbs.drafts import DraftView as DraftView
+    from relay.engine.verbs.mail_dns import MailCheck as MailCheck
+    from relay.engine.verbs.mail_dns import check_email as check_email
+    from relay.engine.verbs.privacy import Erasure as Erasure
     from relay.engine.verbs.program import parse_meta as parse_meta
     from relay.inspection import inspect_address as inspect_address
     from relay.inspection import inspect_mail as inspect_mail
@@ -52,7 +57,8 @@ if TYPE_CHECKING:  # loaded on first use (_LAZY); ``X as X``: re-exported
 # fmt: off
 __all__ = [
     "Ambiguous", "Config", "ConfigError", "Conflict", "ContactRow", "ContactView", "DaemonView",
-    "EventView", "InboxItem", "InstanceView", "InvalidInput", "MessageView", "NotFound",
+    "Erased", "EventView", "InboxItem", "InstanceView", "InvalidInput", "MessageView", "NoConsent",
+    "NotFound",
     "OptedOut", "Refused", "RelayError", "ResultView", "SchemaOutOfDate", "SchemaRevision",
     "StatsView", "StatusView", "TransitionView", "Undeliverable", "WatchRow", "create_database",
     "daemon_log_path", "daemon_pid", "downgrade_schema", "load_config", "run_demo",
@@ -65,6 +71,9 @@ __all__ = [
 _LAZY = {
     "ChatLink": "relay.engine.contacts.chat_links",
     "DraftView": "relay.engine.verbs.drafts",
+    "Erasure": "relay.engine.verbs.privacy",
+    "MailCheck": "relay.engine.verbs.mail_dns",
+    "check_email": "relay.engine.verbs.mail_dns",
     "ImportReport": "relay.engine.verbs.campaigns",
     "channels_of_type": "relay.engine.backends",
     "configure_logging": "relay.runner.logs",
@@ -78,6 +87,7 @@ NAMES = [*__all__, *_LAZY]
 if TYPE_CHECKING:  # a type checker follows ``relay.api``'s star import to these too
     __all__ += ["ChatLink", "DraftView", "ImportReport", "channels_of_type", "parse_meta"]
     __all__ += ["configure_logging", "inspect_address", "inspect_mail", "inspect_text"]
+    __all__ += ["Erasure", "MailCheck", "check_email"]
 
 
 def __getattr__(name: str) -> Any:

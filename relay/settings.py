@@ -283,6 +283,33 @@ class McpSettings:
 
 
 @dataclass(frozen=True)
+class ComplianceSettings:
+    """``[compliance]``: consent records, erasure, legal hours (see docs/compliance.md)."""
+
+    require_consent: bool = key(
+        False, BOOL,
+        "refuse `relay start` and `relay import` of a contact without a consent record "
+        "(`--consent`, a `consent` column)",
+    )  # fmt: skip
+    erasure_key_env: str = key(
+        "RELAY_ERASURE_KEY", NAME,
+        "the environment variable holding the key (16 or more characters) that hashes erased "
+        "addresses; `relay contact erase` needs it, and `start` and `import` are refused while "
+        "erasures exist and it is not set",
+    )  # fmt: skip
+    legal_hours: bool = key(
+        True, BOOL,
+        "hold proactive messages to phone numbers outside the legal calling and texting hours "
+        "of the number's place, on top of the sending window (see [compliance](compliance.md))",
+    )  # fmt: skip
+    holidays: bool = key(
+        False, BOOL,
+        "hold proactive messages on public holidays of the contact's country (needs the "
+        "`holidays` package: `pip install 'relay-outreach[holidays]'`)",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Settings:
     """Relay's own keys, typed: a field per section, plus the ``[[notify]]`` tables."""
 
@@ -298,6 +325,7 @@ class Settings:
     mcp: McpSettings
     console: ConsoleSettings
     metrics: MetricsSettings
+    compliance: ComplianceSettings
     #: The ``[[notify]]`` tables, as written (relay.engine.verbs.notify checks their keys).
     notify: tuple[Mapping[str, Any], ...] = key(
         [], TABLES,

@@ -3,7 +3,9 @@
 The browser tests' project (two imported campaigns, replies, people asking for
 a person, an opt-out), then two more weeks of a third imported campaign played
 on a moved clock: replies on different days, follow-ups, conversations given
-up. ``relay serve`` on loopback, headless Chromium at 1280 and 390 pixels wide.
+up; then a new conversation with one of its contacts, started with approval,
+whose opening message awaits a person. ``relay serve`` on loopback, headless
+Chromium at 1280 and 390 pixels wide.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ def seed_weeks(relay: Any, folder: Path) -> dict[str, str]:
     from relay.testing import FakeClock
 
     ids = seed(relay, folder)
-    clock = FakeClock(datetime.now(UTC) - timedelta(days=13, hours=6))
+    # The two weeks end six hours ago, before what the real clock does next.
+    answered = sum(17 + 9 * n for n in range(24) if n % 4 != 3)
+    clock = FakeClock(datetime.now(UTC) - timedelta(days=13, hours=6, minutes=answered))
     played = Relay(relay.store, relay.config, clock)
     rows = [(f"+1555987{n:04d}", f"{FIRST[n]} {LAST[n % len(LAST)]}") for n in range(24)]
     played.import_csv(write_csv(folder / "winback.csv", rows), "a winback offer for {name}",
@@ -51,6 +55,13 @@ def seed_weeks(relay: Any, folder: Path) -> dict[str, str]:
         for _ in range(12):
             clock.advance(timedelta(hours=2))
             played.run_due(poll=False)
+    # Diego never answered the winback (given up): a person approves what goes to him now.
+    diego = rows[3][0]
+    started = relay.start(diego, "a loyalty offer for Diego Ramos, who left in spring",
+                          ["Would a free month bring you back?::yesno"],
+                          campaign="vip-winback", approval="first")  # fmt: skip
+    relay.run_due(poll=False)
+    ids[diego] = started.id
     return ids
 
 
@@ -60,6 +71,7 @@ def main(target: Path) -> int:
         pages = {
             "conversations": "/ui/?sort=updated",
             "conversation": f"/ui/c/{server.ids['+15551230002']}",
+            "draft": f"/ui/c/{server.ids['+15559870003']}",
             "needs": "/ui/needs",
             "campaigns": "/ui/campaigns?campaign=autumn-winback",
         }

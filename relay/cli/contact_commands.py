@@ -28,6 +28,8 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("contact", view.address),
             ("kind", view.kind),
             ("time zone", view.timezone or "(default)"),
+            ("legal hours", view.legal_hours or "-"),
+            ("consent", _consent(view)),
             *((f"field {k}", v) for k, v in view.fields.items()),
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
             *_undeliverable(view),
@@ -42,6 +44,12 @@ def _print(view: ContactView, json_out: bool) -> None:
             ["#", "time", "text"],
             ([m.id, render.when(m.created_at), m.text] for m in view.unrouted),
         )
+
+
+def _consent(view: ContactView) -> str:
+    if view.consent is None:
+        return "none recorded"
+    return f"{view.consent} (recorded {render.when(view.consent_at)})"
 
 
 def _undeliverable(view: ContactView) -> list[tuple[str, object]]:
@@ -119,10 +127,67 @@ def set_(
     tz: Annotated[
         str | None, typer.Option("--tz", help="IANA time zone, e.g. Europe/Madrid.")
     ] = None,
+    consent: Annotated[
+        str | None,
+        typer.Option(help='Where and when they consented, e.g. "web form 2026-03-01".'),
+    ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Set contact fields (the time zone sending windows are read in)."""
-    _print(state.relay().set_contact(contact, timezone=tz), json_out)
+    """Set contact fields: the time zone sending windows are read in, the consent record."""
+    _print(state.relay().set_contact(contact, timezone=tz, consent=consent), json_out)
+
+
+@contact_app.command()
+def export(
+    contact: ContactArg,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
+    ] = None,
+) -> None:
+    """Print everything held about CONTACT as JSON: the contact, its consent, every
+    conversation, message, answer, transition, scoped state and event naming it.
+
+    For a person's request to see their data (GDPR article 15). The export is
+    audited (`relay events`). See docs/compliance.md.
+    """
+    import json
+
+    from relay.core.jsonshape import versioned
+
+    document = state.relay().export_contact(contact)
+    text = json.dumps(versioned(document), indent=2, ensure_ascii=False, default=str) + "\n"
+    if output is None:
+        render.emit_json(document)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {output}: {exc.strerror}") from None
+    render.line(f"wrote {output}")
+
+
+@contact_app.command()
+def erase(
+    contact: ContactArg,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: this cannot be undone.")] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Erase CONTACT: delete its conversations, messages, answers, scoped state and
+    the events naming it, in one transaction, and keep only a keyed hash of each of
+    its addresses, so `relay start` and `relay import` refuse it from then on
+    ("erased on DATE", exit code 2).
+
+    Needs the key named by [compliance] erasure_key_env (RELAY_ERASURE_KEY). For a
+    person's request to be forgotten (GDPR article 17); see docs/compliance.md.
+    """
+    if not yes:
+        raise InvalidInput("erasing deletes everything about the contact; pass --yes to confirm")
+    done = state.relay().erase_contact(contact)
+    if json_out:
+        render.emit_json(done.to_json())
+        return
+    rows = ", ".join(f"{n} {table}" for table, n in done.deleted.items()) or "no rows"
+    render.line(f"erased {done.contact}: deleted {rows}; {done.suppressed} address(es) suppressed")
 
 
 @contact_app.command("opt-out")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -47,6 +47,7 @@ def tick(
             ("abandoned", report.abandoned),
             ("held for window", report.deferred),
             ("inbound polled", report.polled),
+            ("inbound pushed", report.pushed),
             ("turns", len(report.turns)),
             ("delivered", d.sent),
             ("retrying", d.retried),
@@ -102,6 +103,16 @@ def demo(json_out: JsonOption = False) -> None:
         raise typer.Exit(1)
 
 
+EmailOption = Annotated[
+    bool,
+    typer.Option(
+        "--email",
+        help="Instead, check each email channel's sending domain in DNS: SPF, DKIM "
+        "(dkim_selector), DMARC and its alignment, one-click unsubscribe; exit 1 if one fails.",
+    ),
+]
+
+
 def doctor(
     json_out: JsonOption = False,
     repair: Annotated[
@@ -112,6 +123,7 @@ def doctor(
             "each fix recorded in the transition log, then check again.",
         ),
     ] = False,
+    email: EmailOption = False,
 ) -> None:
     """Check the store against relay's invariants; exit 1 if any is broken.
 
@@ -125,6 +137,9 @@ def doctor(
     person should look).
     """
     relay = state.relay()
+    if email:
+        _doctor_email(relay, json_out)
+        return
     repaired = relay.repair() if repair else []
     findings = relay.check()
     notices = relay.notices()
@@ -148,6 +163,21 @@ def doctor(
             rows = ([f.subject, f.problem] for f in findings)
             render.table("findings", ["subject", "problem"], rows)
     if findings:
+        raise typer.Exit(1)
+
+
+def _doctor_email(relay: Any, json_out: bool) -> None:
+    """``relay doctor --email``: what mail providers check (see docs/compliance.md)."""
+    from relay.api import check_email
+
+    checks = check_email(relay)
+    failed = [c for c in checks if not c.ok]
+    if json_out:
+        render.emit_json({"ok": not failed, "checks": [c.to_json() for c in checks]})
+    else:
+        rows = ([c.channel, c.check, "ok" if c.ok else "FAIL", c.detail] for c in checks)
+        render.table("email", ["channel", "check", "result", "detail"], rows)
+    if failed:
         raise typer.Exit(1)
 
 

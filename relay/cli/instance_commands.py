@@ -109,6 +109,13 @@ ApprovalOption = Annotated[
         "before they go out (default: [agent] approval).",
     ),
 ]
+ConsentOption = Annotated[
+    str | None,
+    typer.Option(
+        "--consent",
+        help='Where and when CONTACT consented ("web form 2026-03-01"); kept on the contact.',
+    ),
+]
 
 
 def start(
@@ -128,6 +135,7 @@ def start(
     whatsapp_template: WhatsappTemplateOption = None,
     template_var: TemplateVarOption = None,
     approval: ApprovalOption = None,
+    consent: ConsentOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation with CONTACT: CREATED, or QUEUED behind a live one.
@@ -155,6 +163,7 @@ def start(
         template_sid=whatsapp_template,
         template_variables=parse_meta(template_var or [], "--template-var"),
         approval=approval,
+        consent=consent,
     )
     instance_render.print_started(view, json_out=json_out)
 

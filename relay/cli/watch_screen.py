@@ -63,6 +63,7 @@ def next_step(forecast: Forecast | None, now: datetime) -> str:
         Next.QUEUED: "queued",
         Next.PAUSED: f"resume {soon}" if forecast.until else "paused",
         Next.PERSON: "a person",
+        Next.APPROVAL: "approval",
     }
     return words[forecast.next]
 

@@ -35,9 +35,8 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from relay.console import auth, pages
+from relay.console import approvals, auth, pages
 from relay.core.errors import InvalidInput, NotFound, RelayError
-from relay.core.states import NEEDS_PERSON_STATE
 from relay.engine.runtime import Context
 from relay.engine.verbs import conversations
 from relay.engine.verbs.program import read_events
@@ -168,8 +167,7 @@ class Console:
 
     async def needs_person(self, request: Request) -> Response:
         page = request.query_params.get("page") or "1"
-        query = pages.parse_query({"sort": "oldest", "page": page}, [NEEDS_PERSON_STATE.value])
-        context = await run_in_threadpool(pages.conversations, self.relay, query)
+        context = await run_in_threadpool(pages.needs_person, self.relay, page)
         return self.render(
             request, "needs.html", cursor=await self._cursor(),
             page_link=page_link(request.query_params), **context,
@@ -192,12 +190,12 @@ class Console:
     # -- actions ---------------------------------------------------------------------
 
     async def act(self, request: Request) -> Response:
-        """pause, resume, cancel or send, through the API; a refusal re-renders the
-        page with the state machine's words and 409."""
+        """pause, resume, cancel, send, approve or reject, through the API; a refusal
+        re-renders the page with the state machine's words and 409."""
         instance_id = request.path_params["id"]
         verb = request.path_params["verb"]
         form: dict[str, str] = request.scope["relay_form"]
-        call = self._verb(verb, instance_id, form)
+        call = await run_in_threadpool(self._verb, verb, instance_id, form)
         try:
             await run_in_threadpool(call)
         except (NotFound, InvalidInput):
@@ -222,6 +220,8 @@ class Console:
         if verb == "send":
             text = form.get("text") or ""
             return lambda: conversations.send(relay, instance_id, text)
+        if verb in ("approve", "reject"):
+            return approvals.action(relay, verb, instance_id, form)
         raise NotFound(f"no action {verb!r}")
 
     # -- live updates ----------------------------------------------------------------
@@ -300,7 +300,14 @@ def refuse_post(
     return None
 
 
-DONE = {"pause": "paused", "resume": "resumed", "cancel": "cancelled", "send": "message queued"}
+DONE = {
+    "pause": "paused",
+    "resume": "resumed",
+    "cancel": "cancelled",
+    "send": "message queued",
+    "approve": "draft approved and queued",
+    "reject": "draft rejected: the agent writes a new one",
+}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self'; script-src 'self'; "
     "img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",

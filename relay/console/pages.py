@@ -8,26 +8,20 @@ the CLI, and the pages show what the views say.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from relay.console.approvals import awaiting
 from relay.core.errors import InvalidInput, RelayError
-from relay.core.states import (
-    HEARTBEAT_STATES,
-    NEEDS_PERSON,
-    PAUSED_STATES,
-    QUEUED_STATES,
-    TRANSITIONS,
-    TURN_REASONS,
-    Event,
-    State,
-    TurnReason,
-)
+from relay.core.forecasts import Forecast, Next
+from relay.core.states import NEEDS_PERSON_STATE, TRANSITIONS, Event, State
 from relay.engine.contacts.addresses import normalise
-from relay.engine.verbs import contact_verbs, lookups
+from relay.engine.conversation.forecast import at_a_glance
+from relay.engine.verbs import contact_verbs, drafts, lookups
 from relay.engine.verbs import conversations as conversation_verbs
+from relay.engine.views.reports import contact_name
 from relay.store import console_reads
 from relay.store.console_reads import SORTS, PageQuery
 
@@ -40,44 +34,40 @@ FUNNEL = ("started", "delivered", "replied", "completed", "opted_out", "abandone
 REPLY_DAYS = 14
 
 
-def contact_name(fields: Mapping[str, Any] | None) -> str | None:
-    """The contact's name from what an import told about it (a ``name`` column, or
-    first and last name columns), else None."""
-    if not fields:
-        return None
-    lowered = {str(k).lower().replace(" ", "_"): v for k, v in fields.items() if v}
-    if lowered.get("name"):
-        return str(lowered["name"])
-    parts = [str(lowered[k]) for k in ("first_name", "last_name") if lowered.get(k)]
-    return " ".join(parts) or None
-
-
 def when(at: datetime | None) -> str:
     """The console's one time format: ``2026-11-25 22:47 UTC``."""
     return at.strftime("%Y-%m-%d %H:%M UTC") if at else ""
 
 
 def next_step(row: Any, now: datetime) -> str:
-    """What happens next to a listed conversation, from its row alone (the
-    conversation's own page has the full forecast of ``relay show``)."""
-    state = State(row.state)
-    if state.terminal:
+    """What happens next to a listed conversation, in a few words: the engine's
+    forecast from the row alone (:func:`at_a_glance`, what ``relay watch`` shows),
+    in the console's time format. The conversation's own page has the full
+    forecast of ``relay show``."""
+    forecast = at_a_glance(row, now)
+    if forecast is None:
         return f"ended {when(row.ended_at)}"
-    first = TURN_REASONS.get(state) is TurnReason.FIRST_MESSAGE
-    if state in HEARTBEAT_STATES and row.next_heartbeat_at is not None:
-        step = "gives up" if row.follow_up_count >= row.max_followups else "follow-up"
-        return f"{step} {when(row.next_heartbeat_at)}"
-    if first and row.not_before is not None and row.not_before > now:
-        return f"first message {when(row.not_before)}"
-    if state in PAUSED_STATES:
-        return f"resumes {when(row.paused_until)}" if row.paused_until else "paused until resumed"
-    if first:
-        return "first message now"
-    if state in QUEUED_STATES:
-        return "waits for the contact's live conversation"
-    if state in NEEDS_PERSON:
-        return "waits for a person"
-    return "agent's turn now"
+    return _NEXT_WORDS[forecast.next](forecast)
+
+
+def _drafts(f: Forecast) -> str:
+    count = int(f.detail or 1)
+    return "a draft awaits approval" if count == 1 else f"{count} drafts await approval"
+
+
+_NEXT_WORDS: dict[Next, Callable[[Forecast], str]] = {
+    Next.FIRST_MESSAGE: lambda f: f"first message {when(f.until) if f.until else 'now'}",
+    # A follow-up at a time is the heartbeat's; one without is a turn due now.
+    Next.FOLLOW_UP: lambda f: f"follow-up {when(f.at)}" if f.at else "agent's turn now",
+    Next.ABANDON: lambda f: f"gives up {when(f.at)}",
+    Next.REPLY: lambda f: "agent's turn now",
+    Next.AWAIT_REPLY: lambda f: "waits for the contact's reply",
+    Next.QUEUED: lambda f: "waits for the contact's live conversation",
+    Next.PAUSED: lambda f: f"resumes {when(f.until)}" if f.until else "paused until resumed",
+    Next.PERSON: lambda f: "waits for a person",
+    Next.APPROVAL: _drafts,
+    Next.DELIVERY: lambda f: "delivery",
+}
 
 
 def parse_query(params: Mapping[str, str], states: Sequence[str]) -> PageQuery:
@@ -178,7 +168,8 @@ def _as_address(relay: Runtime, contact: str | None) -> str | None:
 
 
 def conversation(relay: Runtime, instance_id: str) -> dict[str, Any]:
-    """A conversation's page: the instance, its transcript, history and contact."""
+    """A conversation's page: the instance, its transcript, history, contact and the
+    drafts of its agent's that wait for a person."""
     instance = conversation_verbs.get(relay, instance_id)
     person = contact_verbs.contact(relay, instance.contact)
     return {
@@ -188,7 +179,28 @@ def conversation(relay: Runtime, instance_id: str) -> dict[str, Any]:
         "transcript": conversation_verbs.transcript(relay, instance.id),
         "history": conversation_verbs.history(relay, instance.id, commands=True),
         "actions": allowed_actions(instance.state, instance.previous_state),
+        "drafts": drafts.pending(relay, instance.id),
     }
+
+
+def needs_person(relay: Runtime, page: str) -> dict[str, Any]:
+    """Needs a person: the conversations a person must answer, oldest first, and
+    the drafts waiting for a person's approval, oldest first."""
+    query = parse_query({"sort": "oldest", "page": page}, [NEEDS_PERSON_STATE.value])
+    context = conversations(relay, query)
+    waiting, total = awaiting(relay)
+    names = _names(relay, {d.contact for d in waiting})
+    return {**context, "drafts": waiting, "drafts_total": total, "draft_names": names}
+
+
+def _names(relay: Runtime, addresses: set[str]) -> dict[str, str]:
+    """The contacts' names by address, for the few drafts listed (one read)."""
+    from relay.store import reads
+
+    with relay.store.read_transaction() as session:
+        found = reads.contacts_by_address(session, sorted(addresses))
+        named = {address: contact_name(person.fields) for address, person in found.items()}
+    return {address: name for address, name in named.items() if name}
 
 
 def allowed_actions(state: str, previous: str | None) -> list[str]:

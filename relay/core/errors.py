@@ -45,6 +45,14 @@ class OptedOut(RelayError):
     """The contact has opted out of messages."""
 
 
+class Erased(OptedOut):
+    """The contact was erased: relay never contacts the address again."""
+
+
+class NoConsent(RelayError):
+    """The contact has no consent record and ``[compliance] require_consent`` is on."""
+
+
 class Undeliverable(RelayError):
     """The contact's address cannot be reached (a hard bounce, an unknown number)."""
 

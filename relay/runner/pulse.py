@@ -21,6 +21,7 @@ from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
 from relay.engine.turns.runner import TurnOutcome, TurnRunner
 from relay.engine.verbs import incoming
 from relay.engine.verbs.notify import notify_due
+from relay.runner.push_intake import take_pushes
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -37,6 +38,8 @@ class PulseReport:
     abandoned: int = 0
     deferred: int = 0
     polled: int = 0
+    #: Webhooks ``relay serve`` stored, taken into the transcript by this pass.
+    pushed: int = 0
     turns: list[TurnOutcome] = field(default_factory=list)
     delivery: DeliveryReport = field(default_factory=DeliveryReport)
     errors: list[str] = field(default_factory=list)
@@ -49,6 +52,7 @@ class PulseReport:
             self.fired,
             self.abandoned,
             self.polled,
+            self.pushed,
             len(self.turns),
             d.sent,
             d.retried,
@@ -64,6 +68,7 @@ class PulseReport:
             "abandoned": self.abandoned,
             "deferred": self.deferred,
             "inbound_polled": self.polled,
+            "inbound_pushed": self.pushed,
             "turns": [
                 {
                     "instance_id": t.instance_id,
@@ -101,6 +106,10 @@ class Pulse:
         """One pass; ``should_stop`` is checked between steps and between turns, so
         a stopping daemon finishes the turn in progress and claims nothing more."""
         report = PulseReport()
+        # What was pushed goes first: a STOP among it is honoured before any send.
+        # One batch a pass, so that a flood of webhooks and the due follow-ups
+        # take turns (the daemon runs the next pass at once while pushes wait).
+        report.pushed = take_pushes(self.relay, self.batch)
         if poll:
             report.polled = self.poll(report)
         report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)

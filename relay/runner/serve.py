@@ -142,10 +142,7 @@ def serve(relay: Runtime, host: str, port: int, *, max_body: int = MAX_BODY) -> 
     import uvicorn
 
     check_bind(relay, host)
-    app = build_app(relay, max_body=max_body)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
-    )
+    config = server_config(build_app(relay, max_body=max_body), host, port)
     # uvicorn re-raises the signal that stopped it once it has shut down, to the
     # handler that was there before; a no-op one makes a requested stop exit 0.
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -153,6 +150,16 @@ def serve(relay: Runtime, host: str, port: int, *, max_body: int = MAX_BODY) -> 
     log.info("relay serve listening on http://%s:%s", host, port)
     uvicorn.Server(config).run()
     log.info("relay serve stopped")
+
+
+def server_config(app: Any, host: str, port: int) -> Any:
+    """uvicorn's settings for ``relay serve`` (``bench/serve_inbound.py`` runs its
+    bare reference app on the same)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+    )
 
 
 def check_bind(relay: Runtime, host: str) -> None:

@@ -18,10 +18,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
+from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.engine.backends import Channels, channel_kind
 from relay.engine.verbs import incoming as incoming_verbs
+from relay.runner.serve_writer import PushWriter
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -41,13 +43,14 @@ class Refused(Exception):
 
 
 class Endpoint:
-    """The handlers, over one relay's runtime (its store's connection pool is shared
-    by the worker threads that run ``ingest``)."""
+    """The handlers, over one one relay's runtime: what a request brings is stored by
+    the one :class:`PushWriter` and taken into the transcript by the daemon."""
 
     def __init__(self, relay: Runtime, max_body: int = MAX_BODY) -> None:
         self.relay = relay
         self.max_body = max_body
         self.channels = Channels(relay)
+        self.writer = PushWriter(relay.store)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -74,7 +77,17 @@ class Endpoint:
         except RelayError as exc:
             raise Refused(500, f"channel {name}: {exc.message}") from None
 
+    async def push(self, name: str, incoming: Incoming) -> None:
+        """Store what arrived for the daemon (:mod:`relay.runner.serve_writer`);
+        returns once it is committed."""
+        now = time.time()
+        messages = [with_content_id(item, now) for item in incoming.messages]
+        text = pushed.dumps(replace(incoming, messages=messages))
+        await self.writer.store_push(name, text, self.relay.now())
+
     async def ingest(self, name: str, incoming: Incoming) -> None:
+        """Store and apply what arrived at once, in a worker thread (one-click
+        unsubscribe, answered only once the contact is opted out)."""
         messages = [with_content_id(item, time.time()) for item in incoming.messages]
         await run_in_threadpool(
             incoming_verbs.ingest, self.relay, name, replace(incoming, messages=messages)

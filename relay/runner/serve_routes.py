@@ -77,14 +77,14 @@ class Handlers:
         inbound = twilio.parse_inbound(form, raw=body.decode("utf-8", "replace"))
         if not inbound.sender:
             raise Refused(400, "no From")
-        await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+        await self.endpoint.push(name, Incoming(messages=[inbound]))
         return twiml()
 
     async def twilio_status(self, request: Request) -> Response:
         name, pairs, _ = await self._twilio_form(request)
         receipt = twilio.parse_status(dict(pairs))
         if receipt is not None:
-            await self.endpoint.ingest(name, Incoming(receipts=[receipt]))
+            await self.endpoint.push(name, Incoming(receipts=[receipt]))
         return twiml()
 
     # -- the generic webhook -----------------------------------------------------------
@@ -109,7 +109,7 @@ class Handlers:
             inbound = webhook.parse_inbound_json(body)
         except ValueError as exc:
             raise Refused(400, str(exc)) from None
-        await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+        await self.endpoint.push(name, Incoming(messages=[inbound]))
         return JSONResponse({"ok": True})
 
     # -- Telegram ------------------------------------------------------------------------
@@ -130,7 +130,7 @@ class Handlers:
         except (ValueError, AttributeError, TypeError) as exc:
             raise Refused(400, f"not a Telegram update ({exc})") from None
         if inbound is not None:
-            await self.endpoint.ingest(name, Incoming(messages=[inbound]))
+            await self.endpoint.push(name, Incoming(messages=[inbound]))
         return JSONResponse({"ok": True})
 
     # -- one-click unsubscribe -----------------------------------------------------------

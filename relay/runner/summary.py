@@ -43,7 +43,7 @@ class MinuteSummary:
                 "fired": report.fired,
                 "abandoned": report.abandoned,
                 "resumed": report.resumed,
-                "inbound": inbound + report.polled,
+                "inbound": inbound + report.polled + report.pushed,
                 "errors": len(report.errors),
             }
         with self.lock:

@@ -26,6 +26,7 @@ from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due
 from relay.store.locked_rows import InstanceFields, InstanceRow, MessageFields, MessageRow
 from relay.store.models import Instance, Message
 from relay.store.prepared import dialect_of, per_dialect
+from relay.store.tables import pushes
 
 if TYPE_CHECKING:
     from relay.store.prepared import AnySelect
@@ -378,6 +379,8 @@ def next_due(session: Session, now: datetime) -> datetime | None:
                 or_(Instance.lease_expires_at.is_(None), Instance.lease_expires_at <= now),
             )
         ),
+        # What ``relay serve`` stored and no pulse has taken yet (the oldest by key).
+        session.scalar(select(pushes.c.received_at).order_by(pushes.c.id).limit(1)),
     ]
     found = [c for c in candidates if c is not None]
     return min(found) if found else None

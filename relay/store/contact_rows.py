@@ -41,3 +41,13 @@ def address_of(session: Session, contact_id: int) -> str:
 
 def timezone_of(session: Session, contact_id: int) -> str | None:
     return session.scalar(select(contacts.c.timezone).where(contacts.c.id == contact_id))
+
+
+def place_facts(
+    session: Session, contact_ids: Iterable[int]
+) -> dict[int, tuple[str, str | None]]:
+    """{contact id: (address, own time zone)}: where each one's legal hours are read."""
+    query = select(contacts.c.id, contacts.c.address, contacts.c.timezone).where(
+        contacts.c.id.in_(list(contact_ids))
+    )
+    return {int(i): (str(a), tz) for i, a, tz in session.execute(query)}

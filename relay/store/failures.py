@@ -39,9 +39,14 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, DBAPIError) and sqlstate(exc) in RETRYABLE_STATES
 
 
+class Taken(Exception):
+    """The rows a transaction was to take (and delete) another process took first:
+    a conflict like a deadlock, nothing about the data is wrong; run nothing again."""
+
+
 def is_transient(exc: BaseException) -> bool:
     """The database is away, locked or in conflict: nothing about the data is wrong."""
-    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout):
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | Taken):
         return True
     return isinstance(exc, DBAPIError) and (exc.connection_invalidated or is_conflict(exc))
 

@@ -55,7 +55,7 @@ from operator import itemgetter
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy import Connection, Table, bindparam, insert, update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
@@ -104,6 +104,14 @@ def update_by_id(
     return _run(session, "update", table, tuple(sorted({*keys, ID_KEY})), rows)
 
 
+def insert_rows_on(connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """:func:`insert_rows` on a connection of the caller's own (no session): on
+    PostgreSQL one statement, which an autocommit connection commits by itself."""
+    if not rows:
+        return 0
+    return _execute(connection, "insert", table, tuple(sorted(rows[0])), rows)
+
+
 def _run(
     session: Session,
     kind: str,
@@ -111,7 +119,16 @@ def _run(
     keys: tuple[str, ...],
     rows: Sequence[Mapping[str, Any]],
 ) -> int:
-    connection = prepared.connection(session)
+    return _execute(prepared.connection(session), kind, table, keys, rows)
+
+
+def _execute(
+    connection: Connection,
+    kind: str,
+    table: Table,
+    keys: tuple[str, ...],
+    rows: Sequence[Mapping[str, Any]],
+) -> int:
     shape = shape_of(connection.dialect, kind, table, keys)
     if shape.rowwise is not None and len({row.get(ID_KEY) for row in rows}) < len(rows):
         shape = shape.rowwise

@@ -40,6 +40,8 @@ class Contact(Base):
     fields: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    consent: Mapped[str | None]
+    consent_at: Mapped[datetime | None]
 
 
 class Instance(Base):
@@ -193,6 +195,18 @@ class SendSlot(Base):
     free_at_us: Mapped[int]
 
 
+class Push(Base):
+    """Mapped for completeness; written by ``relay serve``'s writer and read by
+    the daemon's intake below the ORM (:mod:`relay.store.pushes`)."""
+
+    __table__ = tables.pushes
+
+    id: Mapped[int]
+    channel: Mapped[str]
+    incoming: Mapped[str]
+    received_at: Mapped[datetime]
+
+
 class InboundReject(Base):
     __table__ = tables.inbound_rejects
 
@@ -203,6 +217,14 @@ class InboundReject(Base):
     provider_message_id: Mapped[str | None]
     error: Mapped[str]
     created_at: Mapped[datetime]
+
+
+class Erasure(Base):
+    __table__ = tables.erasures
+
+    address_hash: Mapped[str]
+    key_id: Mapped[str]
+    erased_at: Mapped[datetime]
 
 
 class Daemon(Base):

@@ -81,6 +81,10 @@ contacts = Table(
     Column("fields", JSON),
     Column("created_at", TIME, nullable=False),
     Column("updated_at", TIME, nullable=False),
+    # Where and when the contact consented, as the operator wrote it ("web form
+    # 2026-03-01"), and when relay recorded it (0015; see docs/compliance.md).
+    Column("consent", Text),
+    Column("consent_at", TIME),
 )
 
 instances = Table(
@@ -165,6 +169,10 @@ instances = Table(
     # command (~50 ms).
     Index(FUNNEL_INDEX, *FUNNEL_COLUMNS),
     *(Index(name, *columns) for name, columns in REPLY_INDEXES.items()),
+    # The console's list by last change, all and within a campaign (issue 29;
+    # migration 0012 makes the campaign's partial, as above).
+    Index("ix_instances_updated_at_seq", "updated_at", "seq"),
+    Index("ix_instances_campaign_updated_at_seq", "campaign", "updated_at", "seq"),
 )
 
 todos = Table(
@@ -325,6 +333,32 @@ inbound_rejects = Table(
     Column("provider_message_id", String(255)),
     Column("error", Text, nullable=False),
     Column("created_at", TIME, nullable=False),
+)
+
+#: What is left of an erased contact (``relay contact erase``): a keyed hash of
+#: each address (:mod:`relay.core.suppression`), so the address is refused ever
+#: after without the store holding it; ``key_id`` names the key that made it.
+erasures = Table(
+    "erasures",
+    metadata,
+    Column("address_hash", String(64), primary_key=True),
+    Column("key_id", String(16), nullable=False),
+    Column("erased_at", TIME, nullable=False),
+)
+
+#: What a provider pushed to ``relay serve`` (an inbound message, a receipt),
+#: stored as it came by one INSERT before the request is answered; the daemon
+#: takes it from here into the transcript (routing, opt-outs, receipts) and
+#: deletes it in that same transaction. ``incoming``: the request's messages and
+#: receipts as JSON (:mod:`relay.channels.pushed`). No index but the key: the
+#: daemon reads it in id order and the server only appends.
+pushes = Table(
+    "pushes",
+    metadata,
+    Column("id", BIG_ID, primary_key=True, autoincrement=True),
+    Column("channel", String(64), nullable=False),
+    Column("incoming", Text, nullable=False),
+    Column("received_at", TIME, nullable=False),
 )
 
 daemons = Table(

@@ -1,7 +1,8 @@
 """The console in a real browser: ``relay serve`` in a subprocess on loopback,
 headless Chromium through Selenium. Sign in, filter, open a conversation, send
 as a person and see it delivered on the console channel, see a reply arrive
-live, be refused as read-only and without a session."""
+live, approve a draft and see it delivered, reject one and see the agent's new
+draft arrive, be refused as read-only and without a session."""
 
 from __future__ import annotations
 
@@ -151,6 +152,78 @@ def test_a_read_only_user_sees_no_actions_and_is_refused(server: Server, browser
     assert status == 403
     with server.relay() as relay:
         assert relay.get(target).state == "WAITING_FOR_REPLY"
+
+
+def with_a_draft(server: Server, contact: str, approval: str = "first") -> tuple[str, int]:
+    """A conversation whose agent's first message waits for approval (started after
+    the tests that count the seeded rows), and the draft's id."""
+    with server.relay() as relay:
+        started = relay.start(
+            contact, "the renewal of Olu's plan", ["Renew for a year?::yesno"], approval=approval
+        )
+        relay.run_due(poll=False)
+        (draft,) = relay.drafts(started.id)
+        return started.id, draft.id
+
+
+def agent_status(driver: Any, message_id: int) -> str:
+    found = driver.find_elements(by("CSS_SELECTOR"), f'li[data-message="{message_id}"] .status')
+    return found[0].text if found else ""
+
+
+def test_approve_a_draft_and_see_it_delivered(server: Server, browser: Any) -> None:
+    target, draft = with_a_draft(server, "+15551239901")
+    sign_in(browser, server.base, OPERATOR_TOKEN)
+    browser.get(server.base + "/ui/needs")
+    browser.find_element(by("CSS_SELECTOR"), f'article[data-draft="{draft}"] h2 a').click()
+    wait_for(browser, lambda d: f"/ui/c/{target}" in d.current_url)
+    assert agent_status(browser, draft) == "draft: awaits approval"
+    text = browser.find_element(by("ID"), f"draft-text-{draft}").get_property("value")
+    browser.find_element(by("ID"), f"approve-{draft}").click()
+    wait_for(browser, lambda d: d.find_elements(by("ID"), "flash"))
+    assert browser.find_element(by("ID"), "flash").text == "Draft approved and queued."
+    assert agent_status(browser, draft) == "queued"
+    assert not browser.find_elements(by("ID"), f"approve-{draft}")
+    with server.relay() as relay:
+        relay.run_due(poll=False)
+    lines = [json.loads(line) for line in server.sent_file.read_text().splitlines()]
+    assert {"to": "+15551239901", "text": text}.items() <= lines[-1].items()
+    wait_for(browser, lambda d: agent_status(d, draft) == "sent")  # live, no reload
+
+
+def test_reject_a_draft_and_the_agents_new_one_arrives(server: Server, browser: Any) -> None:
+    target, draft = with_a_draft(server, "+15551239902", approval="all")
+    sign_in(browser, server.base, OPERATOR_TOKEN)
+    browser.get(f"{server.base}/ui/c/{target}")
+    browser.find_element(by("ID"), f"reject-reason-{draft}").send_keys("Too pushy; ask gently.")
+    browser.find_element(by("ID"), f"reject-{draft}").click()
+    wait_for(browser, lambda d: d.find_elements(by("ID"), "flash"))
+    assert "Draft rejected" in browser.find_element(by("ID"), "flash").text
+    assert agent_status(browser, draft) == "rejected"
+    with server.relay() as relay:
+        relay.run_due(poll=False)  # the agent's turn: it reads the reason, writes anew
+        (new,) = relay.drafts(target)
+    wait_for(browser, lambda d: d.find_elements(by("ID"), f"approve-{new.id}"))
+    assert agent_status(browser, new.id) == "draft: awaits approval"
+
+
+def test_a_read_only_user_sees_a_draft_but_cannot_decide_it(server: Server, browser: Any) -> None:
+    target, draft = with_a_draft(server, "+15551239903")
+    sign_in(browser, server.base, READONLY_TOKEN)
+    browser.get(f"{server.base}/ui/c/{target}")
+    assert agent_status(browser, draft) == "draft: awaits approval"
+    assert not browser.find_elements(by("ID"), "actions")
+    status = browser.execute_async_script(
+        """const done = arguments[arguments.length - 1];
+        const csrf = document.querySelector("input[name=csrf]").value;
+        fetch(arguments[0], {method: "POST", body: new URLSearchParams({csrf: csrf,
+          message: arguments[1]})}).then(r => done(r.status));""",
+        f"{server.base}/ui/c/{target}/approve",
+        str(draft),
+    )
+    assert status == 403
+    with server.relay() as relay:
+        assert [d.id for d in relay.drafts(target)] == [draft]
 
 
 def test_the_phone_layout_fits_390_pixels(server: Server) -> None:

@@ -16,6 +16,7 @@ import pytest
 from test_pg_outage import Cluster, _migrated, cluster  # noqa: F401 - the fixture
 
 from relay.channels import webhook
+from relay.runner.push_intake import take_all
 from relay.store.models import Message
 
 pytestmark = pytest.mark.slow
@@ -73,6 +74,8 @@ def test_serve_answers_503_through_an_outage_logs_once_and_recovers(
         again = [post(client, f"w-{n}") for n in range(1, 6)] + [post(client, "w-1")]
         assert [a.status_code for a in again] == [200] * 6
         assert any("store back" in r.getMessage() for r in caplog.records)
+    # What serve stored, the daemon takes in: each message once.
+    take_all(relay, 100)
     with relay.store.transaction() as session:
         stored = session.query(Message.provider_message_id).filter_by(direction="inbound").all()
     assert sorted(i for (i,) in stored) == [f"w-{n}" for n in range(6)]

@@ -88,7 +88,7 @@ def test_the_unique_slot_index_exists_after_migration(empty_store: Store) -> Non
     assert indexes["uq_instances_contact_slot"]["column_names"] == ["contact_slot"]
 
 
-#: The partial indexes (migration 0008), by the column whose NULLs they leave out.
+#: The partial indexes (migrations 0008, 0012), by the column whose NULLs they leave out.
 #: ``compare_metadata`` does not compare predicates, and the models declare none
 #: (a dialect keyword there would load the PostgreSQL dialect in every command).
 PARTIAL = {
@@ -96,6 +96,7 @@ PARTIAL = {
     "uq_instances_import_key": "import_key",
     "ix_instances_reply_seconds": "reply_seconds",
     "ix_instances_campaign_reply_seconds": "reply_seconds",
+    "ix_instances_campaign_updated_at_seq": "campaign",
 }
 
 

@@ -15,12 +15,28 @@
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (!html) { return; }
-        var next = new DOMParser().parseFromString(html, "text/html").getElementById("live");
-        var here = document.getElementById("live");
-        if (next && here) { here.replaceWith(next); }
+        var page = new DOMParser().parseFromString(html, "text/html");
+        swap(page, "live");
+        // The actions too (a new draft to approve), unless someone is typing in them.
+        swap(page, "actions");
         body.dataset.updated = String(Date.now());
       });
   }
+
+  function swap(page, id) {
+    var next = page.getElementById(id);
+    var here = document.getElementById(id);
+    if (!next || !here) { return; }
+    if (id !== "live" && (here.contains(document.activeElement) || here.dataset.dirty)) {
+      return;
+    }
+    here.replaceWith(next);
+  }
+
+  document.addEventListener("input", function (e) {
+    var actions = e.target.closest ? e.target.closest("#actions") : null;
+    if (actions) { actions.dataset.dirty = "1"; }
+  });
 
   var source = new EventSource(url + "?after=" + encodeURIComponent(body.dataset.cursor || ""));
   source.addEventListener("relay", function (e) {

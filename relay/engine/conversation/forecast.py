@@ -57,6 +57,8 @@ def at_a_glance(instance: Instance | Row[Any], now: datetime) -> Forecast | None
     state = State(instance.state)
     if state.terminal:
         return None
+    if instance.drafts_pending:
+        return Forecast(Next.APPROVAL, detail=str(instance.drafts_pending))
     if state in HEARTBEAT_STATES:
         due = instance.next_heartbeat_at
         if due is None:

@@ -76,8 +76,10 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
         now = relay.now()
         firing: list[tuple[str, int, str]] = []
         others: dict[str, _Handler] = {}
-        for row in claims.due_heartbeats(session, now, limit):
-            handler = _exception(session, row, relay, now)
+        rows = claims.due_heartbeats(session, now, limit)
+        places = policy.places_of(session, rows, relay.config)
+        for row in rows:
+            handler = _exception(session, row, relay, now, places)
             if handler is None:
                 reason = f"follow-up {row.follow_up_count + 1} of {row.max_followups}"
                 firing.append((row.id, row.version, reason))
@@ -99,14 +101,20 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
 _Handler: TypeAlias = Callable[[Session, InstanceFields, HeartbeatReport], None]
 
 
-def _exception(session: Session, row: Row[Any], relay: Runtime, now: datetime) -> _Handler | None:
+def _exception(
+    session: Session,
+    row: Row[Any],
+    relay: Runtime,
+    now: datetime,
+    places: dict[int, tuple[str, str | None]],
+) -> _Handler | None:
     """How a due heartbeat is handled if it does not simply fire: abandoned at the
     limit, held for its sending window, or given to a person when that window
     cannot be worked out. None: it fires."""
     if row.follow_up_count >= row.max_followups:
         return partial(_abandon, now=now)
     try:
-        opens = policy.next_window_open(session, row, relay.config, now)
+        opens = policy.next_window_open(session, row, relay.config, now, places)
     except InvalidInput as exc:
         return partial(_stuck, now=now, why=exc.message)
     if opens <= now:

@@ -1,8 +1,21 @@
-"""Where configuration meets an instance: its sending window and time zone."""
+"""Where configuration meets an instance: when a proactive message may go to its contact.
+
+Three things hold a proactive message (a first message, a follow-up): the
+operator's sending window, the legal calling and texting hours of the contact's
+place (``[compliance] legal_hours``, for phone numbers; see
+:mod:`relay.core.legal_hours`) and, when ``[compliance] holidays`` is on, the
+public holidays of the contact's country. It goes when all of them allow it,
+read in the contact's time zone: its own, else the number's (each of them, when
+the number spans several), else ``[defaults] timezone``. The outbox's gate and
+the heartbeat ask the same question here, so they never disagree.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import cache
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -10,28 +23,138 @@ from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.config import Config
-from relay.core.windows import Window, next_open, parse_window, zone
+from relay.core.errors import InvalidInput
+from relay.core.legal_hours import Constraint, Hours, next_allowed
+from relay.core.windows import Window, parse_window, zone
 from relay.store import contact_rows
 
 if TYPE_CHECKING:
     from relay.store.locked_rows import InstanceFields
 
 
-def window_of(instance: InstanceFields | Row[Any], config: Config) -> Window | None:
-    spec = instance.window or config.settings.defaults.window or ""
-    return parse_window(spec) if spec.strip() else None
+def window_of(instance: InstanceFields | Row[Any] | None, config: Config) -> Window | None:
+    """The conversation's sending window (None: ``[defaults] window``, for a contact)."""
+    spec = (instance.window if instance is not None else None) or config.settings.defaults.window
+    return parse_window(spec) if spec and spec.strip() else None
 
 
 def zone_of(timezone: str | None, config: Config) -> ZoneInfo:
     return zone(timezone or config.settings.defaults.timezone)
 
 
-def next_window_open(
-    session: Session, instance: InstanceFields | Row[Any], config: Config, now: datetime
-) -> datetime:
-    """``now`` if proactive messages may go to this instance's contact now, else when they may."""
-    window = window_of(instance, config)
-    if window is None:
+@dataclass(frozen=True)
+class Hold:
+    """What holds proactive messages to one contact, and why (``relay contact show``)."""
+
+    window: Window | None
+    zones: tuple[ZoneInfo, ...]
+    legal: tuple[Hours, ...]
+    country: str | None
+    holidays: bool
+    #: Where the zones came from: the contact's own, the number's area, the default.
+    zone_from: str = "[defaults] timezone"
+    #: The place of the number (``US-FL``), when known.
+    place: str | None = None
+
+    def constraints(self) -> list[Constraint]:
+        found = [Constraint((self.window,), self.zones)] if self.window else []
+        return found + [Constraint(h.windows, self.zones) for h in self.legal]
+
+    def describe(self) -> str | None:
+        """The legal rules that apply and why, or None when none does."""
+        if not self.legal:
+            return None
+        where = ", ".join(z.key for z in self.zones)
+        rules = "; ".join(h.describe() for h in self.legal)
+        return (
+            f"{rules}. Why: the number is in {self.place}; hours read in {where} "
+            f"({self.zone_from}); the stricter of these and the sending window wins"
+        )
+
+
+def hold_for(window: Window | None, address: str, timezone: str | None, config: Config) -> Hold:
+    """What holds proactive messages to a contact at ``address`` with ``timezone``."""
+    compliance = config.settings.compliance
+    place = None
+    if address.startswith("+"):
+        from relay.engine.conversation.places import place_of
+
+        place = place_of(address)
+    if timezone:
+        zones: tuple[ZoneInfo, ...] = (zone(timezone),)
+        source = "the contact's time zone"
+    elif place is not None and place.zones:
+        zones = tuple(zone(z) for z in place.zones)
+        source = "the number's area" if len(zones) == 1 else "every zone of the number's area"
+    else:
+        zones, source = (zone_of(None, config),), "[defaults] timezone"
+    legal = tuple(place.hours()) if place is not None and compliance.legal_hours else ()
+    country = place.country if place is not None else None
+    holidays = compliance.holidays and country is not None
+    code = place.code if place is not None else None
+    return Hold(window, zones, legal, country, holidays, source, code)
+
+
+def opens(hold: Hold, now: datetime) -> datetime:
+    """``now`` if a proactive message may go now, else when it may."""
+    constraints = hold.constraints()
+    closed = _holidays(hold.country) if hold.holidays else None
+    if not constraints and closed is None:
         return now
-    timezone = contact_rows.timezone_of(session, instance.contact_id)
-    return next_open(window, now, zone_of(timezone, config))
+    when = next_allowed(now, constraints, closed=closed, closed_zones=hold.zones)
+    if when is None:
+        legal = " and ".join(h.name for h in hold.legal) or "the holidays"
+        raise InvalidInput(f"the sending window never meets the legal hours of {legal}")
+    return when
+
+
+def next_window_open(
+    session: Session,
+    instance: InstanceFields | Row[Any],
+    config: Config,
+    now: datetime,
+    places: Mapping[int, tuple[str, str | None]] | None = None,
+) -> datetime:
+    """``now`` if proactive messages may go to this instance's contact now, else when they
+    may; ``places``: the contacts' addresses and zones read for a batch (:func:`places_of`)."""
+    window = window_of(instance, config)
+    if window is None and not needs_place(config):
+        return now  # no window, no rules: no need to read the contact
+    if places is None or instance.contact_id not in places:
+        places = contact_rows.place_facts(session, [instance.contact_id])
+    address, timezone = places[instance.contact_id]
+    return opens(hold_for(window, address, timezone, config), now)
+
+
+def needs_place(config: Config) -> bool:
+    compliance = config.settings.compliance
+    return compliance.legal_hours or compliance.holidays
+
+
+def places_of(
+    session: Session, instances: Sequence[InstanceFields | Row[Any]], config: Config
+) -> dict[int, tuple[str, str | None]]:
+    """The places of a batch's contacts in one query (none when no rule reads them)."""
+    if not instances or not (needs_place(config) or config.settings.defaults.window):
+        return {}
+    return contact_rows.place_facts(session, {i.contact_id for i in instances})
+
+
+@cache
+def _holidays(country: str | None) -> Callable[[date], bool] | None:
+    """Whether a day is a public holiday of ``country`` (the ``holidays`` package,
+    imported only when ``[compliance] holidays`` is on)."""
+    if country is None:
+        return None
+    try:
+        import holidays
+    except ImportError:
+        raise InvalidInput(
+            "[compliance] holidays needs the holidays package: pip install "
+            "'relay-outreach[holidays]'"
+        ) from None
+    try:
+        calendar = holidays.country_holidays(country)
+    except NotImplementedError:
+        return None
+    return lambda day: day in calendar

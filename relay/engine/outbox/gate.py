@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -24,7 +24,7 @@ from relay.config import Config
 from relay.core.errors import RelayError
 from relay.core.states import State, delivers
 from relay.core.values import MessageStatus
-from relay.core.windows import next_open, parse_window, zone
+from relay.engine.conversation import policy
 from relay.store import aliases, delivery_facts
 from relay.store.locked_rows import MessageFields
 
@@ -48,6 +48,8 @@ class Ruling:
 
 
 GO = Ruling(Verdict.GO)
+#: How long a message whose hours can never be met waits before it is looked at again.
+NEVER_OPEN_RETRY = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,9 @@ def rule(message: MessageFields, facts: Facts) -> Ruling:
 def window_opens(
     message: MessageFields, facts: Facts, config: Config, now: datetime
 ) -> datetime | None:
-    """When a proactive message (a first message, a follow-up) may go, if not now.
+    """When a proactive message (a first message, a follow-up) may go, if not now:
+    its sending window, the legal hours of the contact's place and its holidays
+    (:mod:`relay.engine.conversation.policy`).
 
     Checked at send time, not only when the turn was scheduled: a message held by
     a rate limit or a retry must not reach the contact at 3 a.m. because it was
@@ -114,17 +118,19 @@ def window_opens(
     if not message.proactive:
         return None
     instance = facts.instances.get(message.instance_id or "")
-    spec = (instance.window if instance is not None else None) or (
-        config.settings.defaults.window or ""
-    )
-    if not spec.strip():
-        return None
     contact = facts.contacts.get(message.contact_id)
-    tz = (contact.timezone if contact is not None else None) or config.settings.defaults.timezone
+    if contact is None:
+        return None
     try:
-        opens = next_open(parse_window(spec), now, zone(tz))
+        window = policy.window_of(instance, config)
+        hold = policy.hold_for(window, contact.address, contact.timezone, config)
+        if hold.window is None and not hold.legal and not hold.holidays:
+            return None
+        opens = policy.opens(hold, now)
     except RelayError:
-        return None  # the heartbeat hands such a conversation to a person
+        # Hours that can never be met: held, never sent at a forbidden time (the
+        # heartbeat hands such a conversation to a person).
+        return now + NEVER_OPEN_RETRY
     return opens if opens > now else None
 
 

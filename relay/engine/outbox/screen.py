@@ -23,6 +23,7 @@ from relay.core.states import HEARTBEAT_STATE
 from relay.engine.contacts import unsubscribe
 from relay.engine.outbox import gate
 from relay.engine.outbox import outcomes as delivery_outcomes
+from relay.engine.outbox.mail_limits import MailLimits
 from relay.engine.outbox.outcomes import DeliveryReport
 from relay.engine.outbox.rates import RateLimits
 from relay.store import claims, queries
@@ -57,6 +58,8 @@ class Screen:
     #: Whether a channel reads ``Outbound.thread`` (:meth:`Channels.threads`).
     threads: Callable[[str], bool]
     limits: RateLimits = field(init=False)
+    #: Per-domain throttles and warm-up ramps of email channels.
+    mail: MailLimits = field(init=False)
     #: When each screened message was written, until its send is recorded.
     written: dict[int, datetime] = field(default_factory=dict)
     #: Screened messages whose conversation had no delivery yet: recording one as
@@ -65,6 +68,7 @@ class Screen:
 
     def __post_init__(self) -> None:
         self.limits = RateLimits(self.relay.config)
+        self.mail = MailLimits(self.relay.config)
 
     def __call__(
         self,
@@ -81,7 +85,7 @@ class Screen:
         # Deliveries of an earlier batch are in the store as sent by now; only
         # this batch's are counted in memory (counting both would hold too many).
         if not counted:
-            self.limits.reset()
+            self._reset()
         facts = gate.Facts.read(session, batch)
         # Asked once per channel, not per message (a channel that cannot be built is
         # built again at every ask).
@@ -99,21 +103,36 @@ class Screen:
                 delivery_outcomes.rule_out(session, message, ruling, report)
                 continue
             channel = message.channel or "console"
+            to = facts.address(channel, message.contact_id)
             later = gate.window_opens(message, facts, self.relay.config, now)
-            later = later or self.limits.hold_until(session, channel, now)
+            later = later or self._limit(session, channel, to, now)
             if later is not None or message.instance_id in held:
                 claims.unlease_outbox_row(message, later or now)
                 if message.instance_id:
                     held.add(message.instance_id)
                 report.held += 1
                 continue
-            self.limits.count(channel)
+            self._count(channel, to)
             ready.append((_outbound(message, channel, facts, threads, links), channel))
             self.written[message.id] = message.created_at
             instance = facts.instances.get(message.instance_id or "")
             if instance is not None and instance.first_delivered_at is None:
                 self.firsts.add(message.id)
         return ready
+
+    def _limit(self, session: Session, channel: str, to: str, now: datetime) -> datetime | None:
+        """When the channel's rate limits, domain throttles and warm-up allow one more."""
+        return self.limits.hold_until(session, channel, now) or self.mail.hold_until(
+            session, channel, now, to
+        )
+
+    def _count(self, channel: str, to: str) -> None:
+        self.limits.count(channel)
+        self.mail.count(channel, to)
+
+    def _reset(self) -> None:
+        self.limits.reset()
+        self.mail.reset()
 
     def move_heartbeats(self, session: Session, sent: Iterable[tuple[Outbound, datetime]]) -> None:
         """A follow-up's countdown runs from its delivery, not from the decision: a

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 
-from relay.core.errors import InvalidInput, OptedOut, RelayError, Undeliverable
-from relay.engine.verbs import backend_checks, starting
+from relay.core.errors import Erased, InvalidInput, NoConsent, OptedOut, RelayError, Undeliverable
+from relay.engine.verbs import admission, backend_checks, starting
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
@@ -242,7 +242,7 @@ def _plan_row(
     options: Options,
     checked: dict[tuple[str, str], None],
 ) -> NewConversation | str:
-    from relay.engine.verbs.new_conversation import check_timezone
+    from relay.engine.verbs.new_conversation import check_timezone, clean_consent
 
     columns = row.columns
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)
@@ -263,6 +263,7 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
+        consent = clean_consent(admission.consent_of(columns))
         if (spec.channel, spec.agent) not in checked:
             backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window)
             checked[(spec.channel, spec.agent)] = None
@@ -271,17 +272,19 @@ def _plan_row(
         return _reason(exc, columns[column])
     if problem:
         return f"undeliverable: {problem}"
-    fields = {
-        k: v for k, v in columns.items() if k != column and k.lower() not in TIMEZONE_COLUMNS and v
-    }
+    skip = (*TIMEZONE_COLUMNS, admission.CONSENT_COLUMN)
+    fields = {k: v for k, v in columns.items() if k != column and k.lower() not in skip and v}
     fields.pop("channel", None)
     key = import_key(options.campaign, spec.address, spec.objective)
-    return replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
+    spec = replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
+    return replace(spec, consent=consent)
 
 
 def _reason(exc: RelayError, contact: str) -> str:
     if not contact:
         return "bad address: the contact column is empty"
+    if isinstance(exc, (Erased, NoConsent)):
+        return exc.message
     if isinstance(exc, OptedOut):
         return "opted out"
     if isinstance(exc, Undeliverable):
@@ -319,6 +322,7 @@ def _run_chunk(
     with rt.store.transaction() as session:
         done = reads.import_keys_present(session, [s.import_key or "" for s in specs])
         known = reads.contacts_by_address(session, [s.address for s in specs])
+        refused = admission.refusals(session, rt, specs, known)
         now = rt.now()
         results: dict[int, RowReport] = {}
         startable: list[tuple[ImportRow, NewConversation]] = []
@@ -327,7 +331,7 @@ def _run_chunk(
                 contact = row.columns.get(_first_contact_column(row), "")
                 results[row.line] = RowReport(row.line, contact, False, spec)
                 continue
-            reason = _blocked(spec, done, known)
+            reason = _blocked(spec, done, known) or refused.get(spec.address)
             if reason or dry_run:
                 results[row.line] = RowReport(row.line, spec.address, not reason, reason)
             else:

@@ -1,4 +1,5 @@
-"""The contact verbs: look a contact up, opt it out or in, set its time zone.
+"""The contact verbs: look a contact up, opt it out or in, set its time zone and consent
+(export and erasure: :mod:`relay.engine.verbs.privacy`).
 
 Each verb is one transaction, audited as a contact-level command (no instance);
 :class:`relay.api.Relay` delegates to them.
@@ -11,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from relay.config import Config
+from relay.core.errors import RelayError
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import address_for, normalise
 from relay.engine.conversation import audit
 from relay.engine.runtime import Context, Runtime
+from relay.engine.verbs import privacy
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
 from relay.store import contact_rows, queries
@@ -61,6 +65,9 @@ def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView
         unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
         fields=dict(person.fields or {}),
         undeliverable=_mark(session, person),
+        consent=person.consent,
+        consent_at=person.consent_at,
+        legal_hours=_legal_hours(rt.config, person),
     )
 
 
@@ -129,18 +136,27 @@ def opt_in(rt: Context, contact: str) -> ContactView:
         return _contact_view(rt, session, person)
 
 
-def set_contact(rt: Context, contact: str, *, timezone: str | None = None) -> ContactView:
+def set_contact(
+    rt: Context, contact: str, *, timezone: str | None = None, consent: str | None = None
+) -> ContactView:
+    """Set the contact's time zone and consent record (``relay contact set``); an erased
+    address is refused."""
+    from relay.engine.verbs.new_conversation import check_timezone, clean_consent
+
     address = normalise(rt, contact)
     if timezone is not None:
-        from relay.engine.verbs.new_conversation import check_timezone
-
         check_timezone(timezone)
+    consent = clean_consent(consent)
     with rt.store.transaction() as session:
+        privacy.refuse_erased(session, rt, address)
         person = _contact(rt, session, address, create=True)
         if timezone is not None:
             person.timezone = timezone
             person.updated_at = rt.now()
-        _audit_contact(rt, session, "contact set", address, timezone=timezone)
+        if consent is not None and consent != person.consent:
+            person.consent, person.consent_at = consent, rt.now()
+            person.updated_at = rt.now()
+        _audit_contact(rt, session, "contact set", address, timezone=timezone, consent=consent)
         return _contact_view(rt, session, person)
 
 
@@ -148,6 +164,17 @@ def _audit_contact(rt: Context, session: Session, command: str, address: str, **
     """A contact-level command: in the log without an instance (``relay events``)."""
     args = {"contact": address, **args}
     audit.record(session, command, None, args, rt.now(), actor=rt.who())
+
+
+def _legal_hours(config: Config, person: Contact) -> str | None:
+    """Which legal hours hold proactive messages to the contact, and why."""
+    from relay.engine.conversation import policy
+
+    try:
+        window = policy.window_of(None, config)
+        return policy.hold_for(window, person.address, person.timezone, config).describe()
+    except RelayError as exc:
+        return f"cannot be worked out: {exc.message}"
 
 
 def _mark(session: Session, person: Contact) -> UndeliverableMark | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -17,7 +18,7 @@ from sqlalchemy.orm import Session
 from relay.core.clock import isoformat
 from relay.core.states import HEARTBEAT_STATES, PAUSED_STATES, QUEUED_STATE, State, holds_slot
 from relay.engine.conversation import transitions
-from relay.store import arrivals, doubts, health, queries
+from relay.store import arrivals, doubts, health, pushes, queries
 from relay.store.models import Instance
 
 log = logging.getLogger("relay.doctor")
@@ -44,11 +45,27 @@ def examine(relay: Runtime) -> list[Finding]:
     return findings + _backend_findings(relay)
 
 
+#: A push older than this is waiting for a daemon that is not running (one takes
+#: what ``relay serve`` stored within a pulse or two).
+PUSH_WAIT = timedelta(minutes=2)
+
+
 def notices(relay: Runtime) -> list[Finding]:
     """What needs a person's eye but breaks no rule: replies after a conversation
-    ended, inbound from no usable address (``relay inbox`` lists them)."""
+    ended, inbound from no usable address (``relay inbox`` lists them), webhooks
+    ``relay serve`` stored that no daemon has taken in."""
     with relay.store.read_transaction() as session:
-        return _inbound_findings(session) + _fate_findings(session)
+        findings = _inbound_findings(session) + _fate_findings(session)
+        count, oldest = pushes.backlog(session)
+    if oldest is not None and relay.now() - oldest > PUSH_WAIT:
+        findings.append(
+            Finding(
+                "inbound",
+                f"{count} webhook(s) stored by relay serve wait for a daemon (the oldest "
+                f"since {isoformat(oldest)}): run relay daemon, or relay tick",
+            )
+        )
+    return findings
 
 
 def _fate_findings(session: Session) -> list[Finding]:

@@ -15,6 +15,10 @@ from relay.engine.views.instances import MessageView
 from relay.store import arrivals
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sqlalchemy.orm import Session
+
     from relay.channels.base import Incoming
     from relay.engine.contacts.bounce_marks import SoftBounces
     from relay.engine.inbound import ingest as inbound
@@ -62,7 +66,12 @@ def receive(
 
 
 def ingest(
-    rt: Runtime, channel: str, incoming: Incoming, *, read_from: str | object | None = UNREAD
+    rt: Runtime,
+    channel: str,
+    incoming: Incoming,
+    *,
+    read_from: str | object | None = UNREAD,
+    taking: Callable[[Session], None] | None = None,
 ) -> inbound.IngestReport:
     """Store what a channel brought in (messages, receipts) in one transaction.
 
@@ -70,13 +79,15 @@ def ingest(
     position (``incoming.cursor``) is stored in the same transaction, so what
     was read is either all stored with the position after it, or not at all
     and read again. A pushed request (``relay serve``) passes no position.
+    ``taking``: run first in the same transaction (the daemon deletes the
+    stored pushes it ingests there, so each is taken once).
     """
     from relay.engine.contacts import settling
     from relay.store import failures
 
     try:
         report = failures.retry_conflicts(
-            lambda: _ingest(rt, channel, incoming, read_from, careful=False)
+            lambda: _ingest(rt, channel, incoming, read_from, taking, careful=False)
         )
     except Exception as exc:
         if failures.is_transient(exc):
@@ -85,7 +96,7 @@ def ingest(
         # the position): store them one by one, that one kept aside.
         log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
         report = failures.retry_conflicts(
-            lambda: _ingest(rt, channel, incoming, read_from, careful=True)
+            lambda: _ingest(rt, channel, incoming, read_from, taking, careful=True)
         )
     # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
     # complaint) is acknowledged once the sends under way have settled.
@@ -94,11 +105,19 @@ def ingest(
 
 
 def _ingest(
-    rt: Runtime, channel: str, incoming: Incoming, read_from: str | object | None, *, careful: bool
+    rt: Runtime,
+    channel: str,
+    incoming: Incoming,
+    read_from: str | object | None,
+    taking: Callable[[Session], None] | None,
+    *,
+    careful: bool,
 ) -> inbound.IngestReport:
     from relay.engine.inbound import ingest as inbound
 
     with rt.store.transaction() as session:
+        if taking is not None:
+            taking(session)
         arrivals.lock_channel(session, channel)
         now = rt.now()
         report = inbound.ingest(

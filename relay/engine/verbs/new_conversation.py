@@ -49,6 +49,8 @@ class NewConversation:
     template: dict[str, Any] | None = None
     #: Which of the agent's messages a person approves first (None: none).
     approval: str | None = None
+    #: Where and when the contact consented (``--consent``, a ``consent`` column).
+    consent: str | None = None
 
 
 def answer_columns(spec: NewConversation, position: int) -> dict[str, Any]:
@@ -107,6 +109,18 @@ def clean_campaign(name: str | None) -> str | None:
     return cleaned
 
 
+def clean_consent(text: str | None) -> str | None:
+    """A consent record as given, trimmed; empty is refused (it would read as none)."""
+    if text is None:
+        return None
+    cleaned = " ".join(text.replace("\x00", "").split())
+    if not cleaned:
+        raise InvalidInput("--consent is empty: say where and when, as in 'web form 2026-03-01'")
+    if len(cleaned) > 500:
+        raise InvalidInput("--consent is longer than 500 characters")
+    return cleaned
+
+
 def check_timezone(name: str) -> None:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -126,4 +140,8 @@ def merge_contact_fields(person: Contact, spec: NewConversation, now: datetime) 
         person.updated_at = now
     if spec.timezone:
         person.timezone = spec.timezone
+        person.updated_at = now
+    if spec.consent and spec.consent != person.consent:
+        person.consent = spec.consent
+        person.consent_at = now
         person.updated_at = now

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.core.errors import InvalidInput, OptedOut, Undeliverable
+from relay.core.errors import InvalidInput, NoConsent, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
 from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
@@ -34,6 +34,7 @@ from relay.engine.verbs.new_conversation import (
     answer_columns,
     checked_result_schema,
     clean_campaign,
+    clean_consent,
     clean_text,
     merge_contact_fields,
     refuse_empty,
@@ -69,9 +70,9 @@ def start(
     template_variables: Mapping[str, str] | None = None,
     defer: bool = True,
     approval: str | None = None,
+    consent: str | None = None,
 ) -> InstanceView:
-    """Create an instance: CREATED, or QUEUED behind the contact's live one (the
-    options are :func:`prepare`'s), and run its first turn unless ``defer``."""
+    """CREATED, or QUEUED behind a live one (options: prepare's); first turn unless ``defer``."""
     spec = prepare(
         rt,
         contact,
@@ -89,6 +90,7 @@ def start(
         template_sid=template_sid,
         template_variables=template_variables,
         approval=approval,
+        consent=consent,
     )
     reach = backend_checks.reach(rt, spec.channel, spec.address)
     backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window, reach)
@@ -147,12 +149,11 @@ def prepare(
     template_sid: str | None = None,
     template_variables: Mapping[str, str] | None = None,
     approval: str | None = None,
+    consent: str | None = None,
 ) -> NewConversation:
-    """Check and normalise a new conversation, touching nothing (``start`` and
-    ``relay import`` begin here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text":
-    ..., "answer": KIND}``; ``subject``: for email; ``meta``: the caller's JSON;
-    ``result_schema``: a JSON Schema keyed by todo id; ``template_*``: the WhatsApp
-    template for a closed 24-hour window; ``approval``: see relay.engine.verbs.drafts."""
+    """Check and normalise a new conversation, touching nothing (``start``, ``import``):
+    ``todos`` as text, ``"TEXT::KIND"`` or ``{"text", "answer"}``; ``consent``: where and when;
+    ``result_schema`` by todo id; ``template_*``: WhatsApp's; ``approval``: verbs.drafts."""
     from relay.core.approval import parse_mode
     from relay.engine.verbs.program import check_meta, todo_specs
 
@@ -160,7 +161,7 @@ def prepare(
     refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
     parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-    channel = channel or defaults.channel
+    channel, consent = channel or defaults.channel, clean_consent(consent)
     return NewConversation(
         address=parsed.value,
         objective=objective,
@@ -178,6 +179,7 @@ def prepare(
         template=backend_checks.template(rt, channel, template_sid, template_variables),
         contact_fields={"name": parsed.name} if parsed.name else None,
         approval=parse_mode(approval or rt.config.settings.agent.approval),
+        consent=consent,
     )
 
 
@@ -186,8 +188,14 @@ def create(
 ) -> Instance:
     """Create the conversation in the caller's transaction (its contact too):
     CREATED, or QUEUED behind the contact's live one."""
+    from relay.engine.verbs import privacy
+
+    privacy.refuse_erased(session, rt, spec.address)
     person = contacts.find_or_create(session, address_for(rt, spec.address), now)
     queries.lock_contact(session, person.id)
+    if rt.config.settings.compliance.require_consent and not (spec.consent or person.consent):
+        raise NoConsent(f"contact {spec.address} has no consent record: give --consent "
+                        '"WHERE WHEN" ([compliance] require_consent is on)')  # fmt: skip
     if person.opted_out_at is not None:
         raise OptedOut(
             f"contact {spec.address} has opted out; they must opt in again "

@@ -334,6 +334,11 @@ class ContactView:
     #: commit on (:mod:`relay.engine.contacts.settling`); they may still arrive.
     in_flight: int = 0
     undeliverable: UndeliverableMark | None = None
+    #: Where and when the contact consented, as given, and when relay recorded it.
+    consent: str | None = None
+    consent_at: datetime | None = None
+    #: The legal hours that hold proactive messages to it, and why (None: none).
+    legal_hours: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         mark = self.undeliverable
@@ -342,6 +347,9 @@ class ContactView:
             "kind": self.kind,
             "timezone": self.timezone,
             "fields": self.fields,
+            "consent": self.consent,
+            "consent_at": isoformat(self.consent_at),
+            "legal_hours": self.legal_hours,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
             "undeliverable": mark is not None,

@@ -3,6 +3,7 @@ results, the contact list, the inbox, the funnel and the live view."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -90,9 +91,17 @@ def why(instance: Instance | Row[Any], latest_reason: str | None) -> str | None:
     return latest_reason or instance.end_reason
 
 
-def contact_name(fields: dict[str, Any] | None) -> str | None:
-    """The contact's name, as an import's ``name`` column gave it (None: none given)."""
-    return str((fields or {}).get("name") or "") or None
+def contact_name(fields: Mapping[str, Any] | None) -> str | None:
+    """The contact's name from what an import told about it: a ``name`` column, or
+    first and last name columns (any case, spaces for underscores), else None.
+    ``relay watch``, ``relay contact list`` and the web console all show this one."""
+    if not fields:
+        return None
+    lowered = {str(k).lower().replace(" ", "_"): v for k, v in fields.items() if v}
+    if lowered.get("name"):
+        return str(lowered["name"])
+    parts = [str(lowered[k]) for k in ("first_name", "last_name") if lowered.get(k)]
+    return " ".join(parts) or None
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ def test_start_defer_leaves_it_for_tick(cli: Cli, tmp_path: Path) -> None:
         "abandoned": 0,
         "deferred": 0,
         "inbound_polled": 0,
+        "inbound_pushed": 0,
         "turns": [
             {
                 "instance_id": iid,

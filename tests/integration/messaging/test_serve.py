@@ -15,6 +15,7 @@ from messaging_fakes import ACCOUNT, TOKEN, sign
 from sqlalchemy import func, select
 
 from relay.channels import telegram, webhook
+from relay.runner.push_intake import take_all
 from relay.store.models import Message
 
 PUBLIC = "https://relay.example.org"
@@ -67,8 +68,13 @@ def served(
     while not server.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.01)
+    # The server stores what was pushed and answers; the daemon takes it in. Each
+    # answered request is taken at once here, as a daemon's pulse would.
+    hooks = {"response": [lambda _: take_all(relay, 100)]}
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", timeout=10, event_hooks=hooks
+        ) as client:
             yield relay, client
     finally:
         server.should_exit = True

@@ -63,9 +63,11 @@ def test_watch_in_a_real_terminal_puts_needs_human_first_and_quits(
 
     terminal.tmux("send-keys", key)
     deadline = time.monotonic() + DEADLINE
-    while not (tmp_path / "exit-code").exists() and time.monotonic() < deadline:
+    done = tmp_path / "exit-code"
+    # The shell creates the file before echo writes to it: wait for its line.
+    while not (done.exists() and done.read_text().endswith("\n")) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert (tmp_path / "exit-code").read_text().strip() == "0"
+    assert done.read_text().strip() == "0"
     assert "q quit" not in terminal.screen()  # the terminal is given back
 
 
