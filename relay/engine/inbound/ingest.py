@@ -51,6 +51,14 @@ class Keywords:
         return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS)
 
 
+def opts_out(kind: InboundKind, text: str, keywords: Keywords) -> bool:
+    """Whether an inbound message opts its sender out: a complaint, an unsubscribe,
+    or an opt-out word (what :func:`store_arrival` acts on)."""
+    return kind in (InboundKind.COMPLAINT, InboundKind.UNSUBSCRIBE) or is_opt_out(
+        text, keywords.opt_out
+    )
+
+
 def _words(value: str | Sequence[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(w.strip().upper() for w in items if str(w).strip())
@@ -236,7 +244,7 @@ def _apply_meaning(
         _processed(message, now)
         opt_out(session, person, now, reason="complaint")
         return
-    if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
+    if opts_out(arrival.kind, message.body, keywords):
         _processed(message, now)
         opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
         return

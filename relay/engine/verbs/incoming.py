@@ -168,6 +168,18 @@ def keywords(rt: Runtime) -> inbound.Keywords:
     return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords)
 
 
+def opts_out(rt: Runtime, incoming: Incoming) -> bool:
+    """Whether what arrived holds an opt-out (a STOP, an unsubscribe, a complaint,
+    a receipt saying the contact opted out): ``relay serve`` ingests such a request
+    at once, answering it only once the sends under way have settled."""
+    from relay.engine.inbound import ingest as inbound
+
+    words = keywords(rt)
+    return any(r.opted_out for r in incoming.receipts) or any(
+        inbound.opts_out(m.kind, m.text, words) for m in incoming.messages
+    )
+
+
 def poll(rt: Runtime, channel: str) -> inbound.IngestReport:
     """Ask one channel what arrived after its stored position and store it with its
     new position."""
