@@ -234,8 +234,8 @@ class Relay:
         """Clear the contact's undeliverable mark (audited with the old reason)."""
         return contact_verbs.deliverable(self._rt, contact)
 
-    def set_contact(self, contact: str, **fields: str | None) -> ContactView:
-        return contact_verbs.set_contact(self._rt, contact, **fields)  # timezone, consent
+    def set_contact(self, contact: str, **fields: Any) -> ContactView:
+        return contact_verbs.set_contact(self._rt, contact, **fields)  # tz, consent, addresses
 
     def contacts(self, *, campaign: str | None = None, limit: int = 100) -> list[ContactRow]:
         """Contacts newest first, with their fields and conversation counts."""

@@ -73,6 +73,12 @@ class DefaultSettings:
         "channel for new conversations; a name from `[channels.NAME]` or a built-in type "
         "(see [channels](channels.md))",
     )  # fmt: skip
+    fallback_after: timedelta = key(
+        "2d", DURATION,
+        "with a channel ladder (`relay start --channel whatsapp,sms,email`): the contact's "
+        "silence after a message went out on one channel before the next message goes on the "
+        "next; `relay start --fallback-after` overrides it (see [Channel fallback](fallback.md))",
+    )  # fmt: skip
     region: str = key(
         "US", NAME,
         "region for phone numbers written without `+country` (`555 123 0001` becomes "

@@ -50,7 +50,11 @@ MaxFollowupsOption = Annotated[
     int | None, typer.Option("--max-followups", help="Follow-ups before abandoning.")
 ]
 ChannelOption = Annotated[
-    str | None, typer.Option(help="Channel for rows without a channel column.")
+    str | None,
+    typer.Option(
+        help="Channel, or a ladder such as whatsapp,sms,email, for rows without a channel "
+        "or channels column."
+    ),
 ]
 AgentOption = Annotated[str | None, typer.Option(help="Agent backend.")]
 WindowOption = Annotated[str | None, typer.Option(help="Sending window for first messages.")]
@@ -72,7 +76,9 @@ def import_(
     """Start a conversation per CSV row. Templates are checked on every row first;
     then each row is started or reported with its line and reason (bad address, opted
     out, undeliverable, duplicate). Re-running the same import starts nothing twice.
-    First messages are sent by the daemon (or `relay tick`)."""
+    First messages are sent by the daemon (or `relay tick`). Besides the contact column,
+    email, phone and telegram columns give the contact's other addresses, and a
+    channels column a row's channel ladder (whatsapp,sms,email)."""
     with _progress(json_out) as (on_total, on_rows):
         report = state.relay().import_csv(
             csv_file,

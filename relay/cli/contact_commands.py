@@ -27,6 +27,8 @@ def _print(view: ContactView, json_out: bool) -> None:
         [
             ("contact", view.address),
             ("kind", view.kind),
+            *((f"{kind}", address) for kind, address in view.addresses.items()
+              if address != view.address),
             ("time zone", view.timezone or "(default)"),
             ("legal hours", view.legal_hours or "-"),
             ("consent", _consent(view)),
@@ -127,14 +129,28 @@ def set_(
     tz: Annotated[
         str | None, typer.Option("--tz", help="IANA time zone, e.g. Europe/Madrid.")
     ] = None,
+    email: Annotated[
+        str | None, typer.Option(help="The contact's email address (another way to reach them).")
+    ] = None,
+    phone: Annotated[
+        str | None, typer.Option(help="The contact's phone number, for sms and whatsapp.")
+    ] = None,
+    telegram: Annotated[
+        str | None, typer.Option(help="The contact's Telegram chat, as telegram:<chat id>.")
+    ] = None,
     consent: Annotated[
         str | None,
         typer.Option(help='Where and when they consented, e.g. "web form 2026-03-01".'),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Set contact fields: the time zone sending windows are read in, the consent record."""
-    _print(state.relay().set_contact(contact, timezone=tz, consent=consent), json_out)
+    """Set contact fields: the time zone sending windows are read in, the consent record,
+    and the contact's other addresses (one of each kind; a reply from any of them is the
+    contact's, and a channel ladder writes to the one its channel takes)."""
+    addresses = {"email": email, "phone": phone, "telegram": telegram}
+    given = {kind: value for kind, value in addresses.items() if value is not None}
+    view = state.relay().set_contact(contact, timezone=tz, consent=consent, addresses=given)
+    _print(view, json_out)
 
 
 @contact_app.command()

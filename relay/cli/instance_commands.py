@@ -46,7 +46,23 @@ MaxFollowupsOption = Annotated[
     typer.Option("--max-followups", help="Follow-ups before abandoning. Default 5."),
 ]
 
-ChannelOption = Annotated[str | None, typer.Option(help="Channel name (default: console).")]
+ChannelOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Channel name (default: [defaults] channel), or a ladder such as "
+        "whatsapp,sms,email: it starts on the first that reaches the contact and moves to the "
+        "next when a message is undeliverable or after --fallback-after of silence "
+        "(docs/fallback.md)."
+    ),
+]
+FallbackAfterOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With a channel ladder: the contact's silence after a message went out on one "
+        "channel before the next message goes on the next, such as 2d or 12h "
+        "(default: [defaults] fallback_after)."
+    ),
+]
 
 AgentOption = Annotated[str | None, typer.Option(help="Agent backend (default: scripted).")]
 
@@ -135,6 +151,7 @@ def start(
     whatsapp_template: WhatsappTemplateOption = None,
     template_var: TemplateVarOption = None,
     approval: ApprovalOption = None,
+    fallback_after: FallbackAfterOption = None,
     consent: ConsentOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -163,6 +180,7 @@ def start(
         template_sid=whatsapp_template,
         template_variables=parse_meta(template_var or [], "--template-var"),
         approval=approval,
+        fallback_after=fallback_after,
         consent=consent,
     )
     instance_render.print_started(view, json_out=json_out)

@@ -42,6 +42,7 @@ _OMITTED_WHEN_EMPTY = frozenset(
         "ended",
         "end reason",
         "failure reason",
+        "ladder",
     }
 )
 
@@ -67,6 +68,7 @@ def print_instance(view: InstanceView, now: datetime) -> None:
         ("paused until", render.when(view.paused_until) if view.paused_until else None),
         ("next message", describe(view.forecast) if view.forecast else None),
         ("channel", view.channel),
+        ("ladder", " → ".join(view.channels) if len(view.channels) > 1 else None),
         ("agent", view.agent),
         ("window", view.window),
         ("created", render.when(view.created_at)),
@@ -148,12 +150,13 @@ def render_list(views: list[InstanceView]) -> None:
 def print_messages(messages: list[MessageView]) -> None:
     render.table(
         "transcript",
-        ["#", "time", "from", "status", render.Col("text", "wrap")],
+        ["#", "time", "from", "channel", "status", render.Col("text", "wrap")],
         (
             [
                 m.id,
                 render.when(m.created_at),
                 m.author,
+                m.channel or "-",
                 m.status,
                 m.text,
             ]

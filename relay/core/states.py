@@ -333,6 +333,10 @@ def waits_in_queue(state: State, previous: State | None) -> bool:
 
 #: The live states that hold the contact's slot (whatever the prior state of a pause).
 SLOT_STATES: frozenset[State] = frozenset(s for s in NON_TERMINAL if s not in QUEUED_STATES)
+#: Where an undeliverable message moves a conversation with a channel ladder
+#: (:mod:`relay.core.ladder`) to its next channel instead of to a person: while it
+#: holds the contact's slot. An ended one (a completed conversation's farewell) stays.
+LADDER_STATES: frozenset[State] = SLOT_STATES
 
 
 def _reachable(table: Mapping[State, Mapping[Event, State]], start: State) -> set[State]:

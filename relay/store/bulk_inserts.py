@@ -9,11 +9,17 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from relay.store.models import Contact, Instance, Todo, Transition
+from relay.store.models import Contact, ContactAddress, Instance, Todo, Transition
 
 
 def insert_contacts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     session.execute(insert(Contact), rows)
+
+
+def insert_contact_addresses(session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """The own-address rows of contacts just inserted (see ``contact_addresses``)."""
+    if rows:
+        session.execute(insert(ContactAddress), rows)
 
 
 def insert_conversations(

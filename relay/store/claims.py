@@ -144,7 +144,7 @@ def _lock_messages(dialect: str) -> Select[Any]:
 def due_heartbeats(session: Session, now: datetime, limit: int) -> prepared.Rows:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked:
     what deciding each firing reads (id, version, follow-ups sent and allowed,
-    sending window, contact). The firings themselves are written for the whole
+    sending window, contact, channel ladder). The firings themselves are written for the whole
     batch at once (:func:`relay.engine.conversation.transitions.fire_waiting`)."""
     query = _due_heartbeats(dialect_of(session))
     return prepared.run(session, query, {"now": now, "limit": limit})
@@ -160,6 +160,7 @@ def _due_heartbeats(dialect: str) -> AnySelect:
             Instance.max_followups,
             Instance.window,
             Instance.contact_id,
+            Instance.ladder,
         )
         .where(*heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)

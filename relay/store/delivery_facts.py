@@ -51,6 +51,7 @@ def _instance_facts(dialect: str) -> AnySelect:
         Instance.window,
         Instance.template,
         Instance.first_delivered_at,
+        Instance.ladder,
     ).where(among_param(dialect, Instance.id, "ids"))
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from sqlalchemy import Row, and_, select
+from sqlalchemy import Row, and_, or_, select
 from sqlalchemy.orm import Session
 
 from relay.core.errors import Ambiguous, NotFound
-from relay.store.tables import contacts, instances
+from relay.store.tables import contact_addresses, contacts, instances
 
 if TYPE_CHECKING:
     from relay.store.models import Instance
@@ -108,8 +108,11 @@ def newest_instances(
     )
     if state:
         query = query.where(instances.c.state == state)
-    if address:
-        query = query.where(contacts.c.address == address)
+    if address:  # the contact's own address, or another of its addresses
+        others = select(contact_addresses.c.contact_id).where(
+            contact_addresses.c.address == address
+        )
+        query = query.where(or_(contacts.c.address == address, contacts.c.id.in_(others)))
     if campaign:
         query = query.where(instances.c.campaign == campaign)
     query = query.order_by(instances.c.seq.desc()).limit(limit)

@@ -113,6 +113,8 @@ class InstanceRow(PlainRow):
     followups_sent: int
     approval: str | None
     drafts_pending: int
+    ladder: list[Any] | None
+    fallback_seconds: int | None
 
 
 class MessageRow(PlainRow):

@@ -87,6 +87,8 @@ class Instance(Base):
     followups_sent: Mapped[int]
     approval: Mapped[str | None]
     drafts_pending: Mapped[int]
+    ladder: Mapped[list[Any] | None]
+    fallback_seconds: Mapped[int | None]
 
 
 class Todo(Base):
@@ -183,6 +185,15 @@ class ContactAlias(Base):
 
     contact_id: Mapped[int]
     channel: Mapped[str]
+    address: Mapped[str]
+    created_at: Mapped[datetime]
+
+
+class ContactAddress(Base):
+    __table__ = tables.contact_addresses
+
+    contact_id: Mapped[int]
+    kind: Mapped[str]
     address: Mapped[str]
     created_at: Mapped[datetime]
 

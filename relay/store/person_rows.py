@@ -25,6 +25,7 @@ from sqlalchemy import ColumnElement, Table, delete, or_, select, text
 from sqlalchemy.orm import Session
 
 from relay.store.tables import (
+    contact_addresses,
     contact_aliases,
     contacts,
     erasures,
@@ -81,15 +82,21 @@ class _Scope:
             messages: messages.c.id.in_(self.message_ids),
             instances: instances.c.id.in_(self.instance_ids),
             contact_aliases: contact_aliases.c.contact_id == (self.contact_id or -1),
+            contact_addresses: contact_addresses.c.contact_id == (self.contact_id or -1),
             inbound_rejects: inbound_rejects.c.id.in_(self.reject_ids),
             contacts: contacts.c.id == (self.contact_id or -1),
         }
 
 
 def alias_addresses(session: Session, contact_id: int) -> list[str]:
-    """The contact's other addresses: its bound chats."""
-    query = select(contact_aliases.c.address).where(contact_aliases.c.contact_id == contact_id)
-    return [str(a) for a in session.scalars(query)]
+    """The contact's other addresses: its bound chats and the addresses of other kinds
+    (``relay contact set --email/--phone/--telegram``); each is suppressed on erase."""
+    chats = select(contact_aliases.c.address).where(contact_aliases.c.contact_id == contact_id)
+    kinds = select(contact_addresses.c.address).where(
+        contact_addresses.c.contact_id == contact_id
+    )
+    found = [*session.scalars(chats), *session.scalars(kinds)]
+    return list(dict.fromkeys(str(a) for a in found))
 
 
 def _scope(session: Session, contact_id: int | None, addresses: Sequence[str]) -> _Scope:

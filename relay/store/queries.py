@@ -8,7 +8,7 @@ command never loads it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -64,9 +64,16 @@ def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> In
 
 
 def contact_by_address(session: Session, address: str) -> Contact | None:
+    """The contact ``address`` names: its own address, else one of its others
+    (:mod:`relay.store.contact_addresses`)."""
+    from relay.store import contact_addresses
     from relay.store.models import Contact
 
-    return session.scalar(select(Contact).where(Contact.address == address))
+    found = session.scalar(select(Contact).where(Contact.address == address))
+    if found is not None:
+        return found
+    other = contact_addresses.contact_id_for(session, address)
+    return session.get(Contact, other) if other is not None else None
 
 
 def lock_contact(session: Session, contact_id: int) -> None:
@@ -264,12 +271,19 @@ def thread_of(session: Session, instance_id: str) -> tuple[str, ...]:
     return tuple(r for r in rows if r)
 
 
-def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """:func:`thread_of` for several instances in one query."""
+def threads_for(
+    session: Session, instance_ids: Sequence[str], channels: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """:func:`thread_of` for several instances in one query; with ``channels``
+    (``{instance id: channel}``), only the messages on that channel: a conversation
+    that moved from SMS to email threads its mail under its mail alone."""
     found: dict[str, list[str]] = {i: [] for i in instance_ids}
     if not instance_ids:
         return {}
-    for instance_id, provider_id in prepared.batch(session, _threads, instance_ids):
+    wanted = channels or {}
+    for instance_id, provider_id, channel in prepared.batch(session, _threads, instance_ids):
+        if channel is not None and wanted.get(instance_id, channel) != channel:
+            continue
         found[str(instance_id)].append(str(provider_id))
     return {key: tuple(ids) for key, ids in found.items()}
 
@@ -277,7 +291,7 @@ def threads_for(session: Session, instance_ids: Sequence[str]) -> dict[str, tupl
 @per_dialect
 def _threads(dialect: str) -> AnySelect:
     return (
-        select(messages.c.instance_id, messages.c.provider_message_id)
+        select(messages.c.instance_id, messages.c.provider_message_id, messages.c.channel)
         .where(
             among_param(dialect, messages.c.instance_id, "ids"),
             messages.c.provider_message_id.is_not(None),

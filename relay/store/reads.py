@@ -164,9 +164,17 @@ def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str,
 
     if not addresses:
         return {}
-    return {
+    found = {
         c.address: c for c in session.scalars(select(Contact).where(Contact.address.in_(addresses)))
     }
+    from relay.store import contact_addresses
+
+    others = contact_addresses.contact_ids_for(session, set(addresses) - set(found))
+    if others:
+        people = session.scalars(select(Contact).where(Contact.id.in_(set(others.values()))))
+        by_id = {c.id: c for c in people}
+        found.update((address, by_id[i]) for address, i in others.items())
+    return found
 
 
 def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Any]:

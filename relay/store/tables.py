@@ -155,6 +155,11 @@ instances = Table(
     # and how many wait for it now: the follow-up countdown waits for them (0011).
     Column("approval", String(8)),
     Column("drafts_pending", Integer, nullable=False, default=0, server_default="0"),
+    # The channel ladder (relay.core.ladder): [[channel, address kind], ...] in order,
+    # ``channel`` being the rung in use; NULL: one channel, the contact's own address
+    # (0014). And the silence after which the next message moves down a rung.
+    Column("ladder", JSON),
+    Column("fallback_seconds", Integer),
     Index(CONTACT_SLOT_INDEX, "contact_slot", unique=True),
     Index(IMPORT_KEY_INDEX, "import_key", unique=True),
     Index("ix_instances_contact_id_state_seq", "contact_id", "state", "seq"),
@@ -307,6 +312,19 @@ contact_aliases = Table(
     Column("address", String(320), nullable=False),
     Column("created_at", TIME, nullable=False),
     UniqueConstraint("channel", "address"),
+)
+
+#: Every address of a contact, one of each kind (phone, email, telegram), its own
+#: (``contacts.address``) among them: an inbound message from any of them is the
+#: contact's, and a channel ladder writes to the one its channel takes. One
+#: address is one person's (0014).
+contact_addresses = Table(
+    "contact_addresses",
+    metadata,
+    Column("contact_id", ForeignKey("contacts.id", ondelete="CASCADE"), primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("address", String(320), nullable=False, unique=True),
+    Column("created_at", TIME, nullable=False),
 )
 
 #: The next free send time of one sending number (a Twilio ``from``), shared by

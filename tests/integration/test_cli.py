@@ -269,8 +269,8 @@ def test_send_records_an_operator_message(cli: Cli) -> None:
     ]
     assert ISO_UTC.match(transcript[0]["created_at"])
     lines = ok(cli("transcript", data["id"])).stdout.splitlines()
-    assert lines[0].split("\t") == ["#", "time", "from", "status", "text"]
-    assert lines[1].split("\t")[2:5:2] == ["operator", "Hello from a person"]
+    assert lines[0].split("\t") == ["#", "time", "from", "channel", "status", "text"]
+    assert lines[1].split("\t")[2:6:3] == ["operator", "Hello from a person"]
 
 
 def test_send_on_a_finished_conversation_is_refused(cli: Cli) -> None:

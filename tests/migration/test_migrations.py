@@ -262,3 +262,44 @@ def _env_without_relay() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
+
+
+def test_0017_gives_every_contact_its_own_address_row_and_back(empty_store: Store) -> None:
+    """Contacts of before several addresses per contact are found by their address
+    after the upgrade (their own address is copied); the downgrade keeps them."""
+    migrate.upgrade(empty_store, "0016")
+    with empty_store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO contacts (address, kind, created_at, updated_at) VALUES "
+                "('+15551230001', 'phone', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), "
+                "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+    migrate.upgrade(empty_store, "0017")
+    with empty_store.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT c.address, a.kind, a.address FROM contact_addresses a "
+                "JOIN contacts c ON c.id = a.contact_id ORDER BY a.address"
+            )
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("+15551230001", "phone", "+15551230001"),
+        ("ana@example.com", "email", "ana@example.com"),
+    ]
+    with empty_store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO contact_addresses (contact_id, kind, address, created_at) "
+                "SELECT id, 'email', 'cy@example.com', created_at FROM contacts "
+                "WHERE address = '+15551230001'"
+            )
+        )
+    migrate.downgrade(empty_store, "0016")
+    assert "contact_addresses" not in _tables(empty_store)
+    with empty_store.engine.connect() as conn:
+        rows = conn.execute(text("SELECT address, fields FROM contacts ORDER BY address")).all()
+    fields = [json.loads(f) if isinstance(f, str) else f for _, f in rows]
+    assert [a for a, _ in rows] == ["+15551230001", "ana@example.com"]
+    assert fields == [{"email": "cy@example.com"}, None]  # the other address is kept

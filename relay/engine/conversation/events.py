@@ -33,6 +33,9 @@ class Kind(StrEnum):
     COMMAND = "command"
     #: A draft written, approved or rejected (``data.action``).
     DRAFT = "draft"
+    #: A conversation with a channel ladder moved to another channel (``data.from``,
+    #: ``data.to``, ``data.reason``: see relay.engine.conversation.fallback).
+    CHANNEL = "channel.changed"
 
     def __str__(self) -> str:
         return self.value

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.states import Event
-from relay.engine.conversation import policy, transitions
+from relay.engine.conversation import fallback, policy, transitions
 from relay.store import claims, commit_log, locked_rows
 from relay.store.locked_rows import InstanceFields
 
@@ -76,6 +76,7 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
         now = relay.now()
         firing: list[tuple[str, int, str]] = []
         others: dict[str, _Handler] = {}
+        laddered: list[str] = []
         rows = claims.due_heartbeats(session, now, limit)
         places = policy.places_of(session, rows, relay.config)
         for row in rows:
@@ -83,12 +84,15 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
             if handler is None:
                 reason = f"follow-up {row.follow_up_count + 1} of {row.max_followups}"
                 firing.append((row.id, row.version, reason))
+                if row.ladder:
+                    laddered.append(row.id)
             else:
                 others[row.id] = handler
         leasing = None if lease is None else (lease.owner, now + lease.length)
         claimed = transitions.fire_waiting(
             session, firing, now=now, actor=ACTOR, lease=leasing, log_rows=log_rows
         )
+        _fall_back(session, laddered, now)
         report.fired = len(firing)
         if lease is not None:
             report.claimed = claimed
@@ -120,6 +124,17 @@ def _exception(
     if opens <= now:
         return None
     return partial(_hold, opens=opens)
+
+
+def _fall_back(session: Session, instance_ids: list[str], now: datetime) -> None:
+    """Fired conversations with a channel ladder: their follow-up goes on the next
+    channel when the contact has been silent long enough on this one."""
+    if not instance_ids:
+        return
+    locked = claims.lock_instances(session, instance_ids)
+    for instance in locked.values():
+        fallback.after_silence(session, instance, now)
+    locked_rows.write(session, locked.values())
 
 
 def _settle(session: Session, others: dict[str, _Handler], report: HeartbeatReport) -> None:

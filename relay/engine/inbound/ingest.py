@@ -33,7 +33,7 @@ from relay.engine.contacts.bounce_marks import (
     record_bounce,
 )
 from relay.engine.contacts.optouts import opt_in, opt_out, opted_out_in
-from relay.engine.conversation import events, transitions
+from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, funnel, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
@@ -258,6 +258,8 @@ def _apply_meaning(
         _processed(message, now)
         opt_in(person, now)
         return
+    if instance is not None:
+        fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
 
@@ -339,7 +341,9 @@ def apply_receipt(
         instance = claims.lock_instance(session, message.instance_id)
         if instance is not None:
             funnel.forget_delivery(session, instance)
-            transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
+            # With a channel ladder, the message goes again on the next channel instead.
+            if not fallback.after_failure(session, instance, message, reason, now, channel):
+                transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
 
 

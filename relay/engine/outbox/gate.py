@@ -22,10 +22,11 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import RelayError
+from relay.core.ladder import from_json, rung_of
 from relay.core.states import State, delivers
 from relay.core.values import MessageStatus
 from relay.engine.conversation import policy
-from relay.store import aliases, delivery_facts
+from relay.store import aliases, contact_addresses, delivery_facts
 from relay.store.locked_rows import MessageFields
 
 
@@ -62,10 +63,24 @@ class Facts:
     last_inbound: dict[str, int]
     #: Bound chats: ``{(channel, contact id): address}`` (see ``contact_aliases``).
     aliases: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The addresses of contacts whose conversation has a channel ladder:
+    #: ``{(contact id, kind): address}`` (see ``contact_addresses``).
+    addresses: dict[tuple[int, str], str] = field(default_factory=dict)
 
-    def address(self, channel: str, contact_id: int) -> str:
-        """Where the message goes on ``channel``: the contact's bound chat there, if any."""
-        return self.aliases.get((channel, contact_id)) or self.contacts[contact_id].address
+    def address(self, channel: str, contact_id: int, instance_id: str | None = None) -> str:
+        """Where the message goes on ``channel``: the contact's bound chat there, if
+        any; else, on a rung of its conversation's ladder, the contact's address of
+        the rung's kind; else the contact's own address."""
+        bound = self.aliases.get((channel, contact_id))
+        if bound:
+            return bound
+        instance = self.instances.get(instance_id or "")
+        rung = rung_of(from_json(instance.ladder), channel) if instance is not None else None
+        if rung is not None and rung.kind is not None:
+            found = self.addresses.get((contact_id, rung.kind))
+            if found:
+                return found
+        return str(self.contacts[contact_id].address)
 
     @classmethod
     def read(cls, session: Session, messages: Iterable[MessageFields]) -> Facts:
@@ -81,7 +96,18 @@ class Facts:
             instances = delivery_facts.instance_facts(session, instance_ids)
             last_inbound = delivery_facts.last_inbound_ids(session, instance_ids)
         pairs = {(m.channel or "console", m.contact_id) for m in rows}
-        return cls(contacts, instances, last_inbound, aliases.addresses_for(session, pairs))
+        laddered = {m.contact_id for m in rows if _laddered(instances.get(m.instance_id or ""))}
+        return cls(
+            contacts,
+            instances,
+            last_inbound,
+            aliases.addresses_for(session, pairs),
+            contact_addresses.of_contacts(session, laddered),
+        )
+
+
+def _laddered(instance: Any) -> bool:
+    return instance is not None and bool(instance.ladder)
 
 
 def rule(message: MessageFields, facts: Facts) -> Ruling:

@@ -23,7 +23,7 @@ from relay.core.errors import RelayError
 from relay.core.secrets import mask_text
 from relay.core.values import MessageStatus
 from relay.engine.contacts import optouts
-from relay.engine.conversation import events, transitions
+from relay.engine.conversation import events, fallback, transitions
 from relay.engine.outbox import gate
 from relay.store import claims, commit_log, locked_rows
 from relay.store.locked_rows import MessageFields
@@ -174,18 +174,16 @@ def _refused(
 
 
 def _escalate(session: Session, message: Message, error: str, now: datetime) -> None:
-    """A message that cannot be delivered needs a person."""
+    """A message that cannot be delivered needs a person (or the next channel)."""
     if message.instance_id is None:
         return
     instance = claims.lock_instance(session, message.instance_id)
-    if instance is not None:
-        transitions.hand_to_human(
-            session,
-            instance,
-            f"delivery of message {message.id} failed: {error}",
-            now=now,
-            actor="dispatcher",
-        )
+    if instance is None:
+        return
+    reason = f"delivery of message {message.id} failed: {error}"
+    # With a channel ladder, the message goes again on the next channel instead.
+    if not fallback.after_failure(session, instance, message, reason, now, "dispatcher"):
+        transitions.hand_to_human(session, instance, reason, now=now, actor="dispatcher")
 
 
 def rule_out(

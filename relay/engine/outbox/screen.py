@@ -91,7 +91,8 @@ class Screen:
         # built again at every ask).
         reads = {name: self.threads(name) for name in {m.channel or "console" for m in batch}}
         threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
-        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded])
+        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
+        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
         links = unsubscribe.tokens(session, now)
         ready = []
         # Conversations with a message held here: their later ones in the batch
@@ -181,7 +182,7 @@ def _outbound(
     return Outbound(
         message_id=message.id,
         instance_id=message.instance_id,
-        to=facts.address(channel, message.contact_id),
+        to=facts.address(channel, message.contact_id, message.instance_id),
         text=message.body,
         idempotency_key=message.idempotency_key or str(message.id),
         thread=threads.get(message.instance_id or "", ()),

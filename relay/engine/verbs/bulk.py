@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from relay.core.errors import RelayError
 from relay.core.states import INITIAL, Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.contacts.addresses import kind_of
+from relay.engine.verbs.ladders import give_addresses
 from relay.engine.verbs.new_conversation import merge_contact_fields
 from relay.store import bulk_inserts, reads
 from relay.store.ids import new_instance_id
@@ -48,6 +50,11 @@ def create_many(
         if state.undeliverable_at is not None:
             results.append(f"undeliverable: {state.undeliverable_reason}")
             continue
+        try:
+            give_addresses(session, person, spec, now)
+        except RelayError as exc:
+            results.append(exc.message)
+            continue
         merge_contact_fields(person, spec, now)
         queued = person.id in busy
         busy.add(person.id)
@@ -73,6 +80,14 @@ def _contacts(
             ],
         )
         found = reads.contacts_by_address(session, addresses)
+        bulk_inserts.insert_contact_addresses(
+            session,
+            [
+                {"contact_id": c.id, "kind": c.kind, "address": c.address, "created_at": now}
+                for a, c in found.items()
+                if a in missing
+            ],
+        )
     return found
 
 
@@ -122,6 +137,8 @@ def _instance_row(
         "import_key": spec.import_key,
         "approval": spec.approval,
         "drafts_pending": 0,
+        "ladder": spec.ladder,
+        "fallback_seconds": spec.fallback_seconds if spec.ladder else None,
         "created_at": now,
         "updated_at": now,
     }

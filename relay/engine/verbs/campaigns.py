@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import Erased, InvalidInput, NoConsent, OptedOut, RelayError, Undeliverable
-from relay.engine.verbs import admission, backend_checks, starting
+from relay.engine.verbs import admission, ladders, starting
 from relay.store import reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
@@ -37,6 +37,8 @@ CONTACT_COLUMNS = ("contact", "phone", "email", "address", "to", "e164", "phone_
 #: Contact columns declared E.164: their digits carry the country code even without "+".
 E164_COLUMNS = ("e164", "phone_e164", "wa_id")
 TIMEZONE_COLUMNS = ("timezone", "time_zone", "tz")
+#: Columns naming the row's channel, or its ladder (``whatsapp,sms,email``).
+CHANNEL_COLUMNS = ("channels", "channel")
 #: Rows per transaction: large enough to be quick, small enough to keep locks short.
 BATCH = 500
 MAX_REPORTED_ERRORS = 5
@@ -246,7 +248,7 @@ def _plan_row(
 
     columns = row.columns
     zone = next((columns[c] for c in columns if c.lower() in TIMEZONE_COLUMNS and columns[c]), None)
-    channel = columns.get("channel") or options.channel
+    channel = next((columns[c] for c in CHANNEL_COLUMNS if columns.get(c)), options.channel)
     try:
         declared = column.lower() in E164_COLUMNS and columns[column].isdigit()
         spec = starting.prepare(
@@ -263,18 +265,17 @@ def _plan_row(
         )
         if zone:
             check_timezone(zone)
+        others = ladders.row_addresses(rt, columns, column)
         consent = clean_consent(admission.consent_of(columns))
-        if (spec.channel, spec.agent) not in checked:
-            backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window)
-            checked[(spec.channel, spec.agent)] = None
-        problem = backend_checks.address_problem(rt, spec.channel, spec.address)
+        spec, problem = ladders.settle_row(rt, replace(spec, addresses=others), checked)
     except RelayError as exc:
         return _reason(exc, columns[column])
     if problem:
         return f"undeliverable: {problem}"
-    skip = (*TIMEZONE_COLUMNS, admission.CONSENT_COLUMN)
+    skip = (*TIMEZONE_COLUMNS, admission.CONSENT_COLUMN, *ladders.ADDRESS_COLUMNS)
     fields = {k: v for k, v in columns.items() if k != column and k.lower() not in skip and v}
-    fields.pop("channel", None)
+    for name in CHANNEL_COLUMNS:
+        fields.pop(name, None)
     key = import_key(options.campaign, spec.address, spec.objective)
     spec = replace(spec, import_key=key, contact_fields=fields or None, timezone=zone)
     return replace(spec, consent=consent)

@@ -7,7 +7,9 @@ Each verb is one transaction, audited as a contact-level command (no instance);
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
@@ -21,7 +23,7 @@ from relay.engine.runtime import Context, Runtime
 from relay.engine.verbs import privacy
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
-from relay.store import contact_rows, queries
+from relay.store import contact_addresses, contact_rows, queries
 
 if TYPE_CHECKING:
     from relay.engine.contacts.chat_links import ChatLink
@@ -65,6 +67,7 @@ def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView
         unrouted=tuple(MessageView.build(m, person.address) for m in unrouted),
         fields=dict(person.fields or {}),
         undeliverable=_mark(session, person),
+        addresses=contact_addresses.of_contact(session, person.id),
         consent=person.consent,
         consent_at=person.consent_at,
         legal_hours=_legal_hours(rt.config, person),
@@ -137,15 +140,23 @@ def opt_in(rt: Context, contact: str) -> ContactView:
 
 
 def set_contact(
-    rt: Context, contact: str, *, timezone: str | None = None, consent: str | None = None
+    rt: Context,
+    contact: str,
+    *,
+    timezone: str | None = None,
+    consent: str | None = None,
+    addresses: Mapping[str, str] | None = None,
 ) -> ContactView:
-    """Set the contact's time zone and consent record (``relay contact set``); an erased
-    address is refused."""
+    """Set the contact's time zone, consent record and other addresses (``{"email": ...,
+    "phone": ..., "telegram": ...}``: one of each kind, its own address staying its
+    identity; see :func:`relay.engine.contacts.book.add_address`); an erased address
+    is refused."""
     from relay.engine.verbs.new_conversation import check_timezone, clean_consent
 
     address = normalise(rt, contact)
     if timezone is not None:
         check_timezone(timezone)
+    others = contacts.checked_addresses(partial(address_for, rt), addresses or {})
     consent = clean_consent(consent)
     with rt.store.transaction() as session:
         privacy.refuse_erased(session, rt, address)
@@ -156,7 +167,11 @@ def set_contact(
         if consent is not None and consent != person.consent:
             person.consent, person.consent_at = consent, rt.now()
             person.updated_at = rt.now()
-        _audit_contact(rt, session, "contact set", address, timezone=timezone, consent=consent)
+        given = contacts.set_addresses(session, person, others, rt.now())
+        args: dict[str, Any] = {"timezone": timezone, "consent": consent}
+        if given:
+            args["addresses"] = given
+        _audit_contact(rt, session, "contact set", address, **args)
         return _contact_view(rt, session, person)
 
 

@@ -178,11 +178,16 @@ def _start_tool(server: MCPServer, rt: Context) -> None:
         agent: str | None = None,
         run_first_turn: bool = True,
         approval: str | None = None,
+        fallback_after: str | None = None,
     ) -> dict[str, Any]:
         """Start a conversation with a contact (phone number or email address).
         approval: none, first (a person approves the opening message) or all (every
-        message of the agent waits as a draft for `approve`)."""
+        message of the agent waits as a draft for `approve`). channel: one, or a ladder
+        such as "whatsapp,sms,email" (the next is used when a message is undeliverable or
+        after fallback_after, such as "2d", of silence)."""
         options: dict[str, Any] = {"approval": approval} if approval else {}
+        if fallback_after:
+            options["fallback_after"] = fallback_after
         view = starting.start(
             rt,
             contact,

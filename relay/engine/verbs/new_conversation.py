@@ -49,6 +49,17 @@ class NewConversation:
     template: dict[str, Any] | None = None
     #: Which of the agent's messages a person approves first (None: none).
     approval: str | None = None
+    #: The channels asked for, in order (``--channel whatsapp,sms,email``; one: no
+    #: ladder); ``channel`` is the first until :func:`relay.engine.verbs.ladders.settle`
+    #: picks the rung to start on.
+    channels: tuple[str, ...] = ()
+    #: The settled ladder (:func:`relay.core.ladder.to_json`); None: one channel, the
+    #: contact's own address (as before ladders).
+    ladder: list[Any] | None = None
+    fallback_seconds: int | None = None
+    #: The contact's other addresses to record (an import's email/phone/telegram
+    #: columns): ``(kind, address)``, normalised.
+    addresses: tuple[tuple[str, str], ...] = ()
     #: Where and when the contact consented (``--consent``, a ``consent`` column).
     consent: str | None = None
 

@@ -75,7 +75,8 @@ def _addresses(session: Session, runtime: Runtime, contact: str) -> tuple[str, A
     person = queries.contact_by_address(session, address)
     if person is None:
         return address, None, [address]
-    return address, person, [address, *person_rows.alias_addresses(session, person.id)]
+    addresses = [address, *person_rows.alias_addresses(session, person.id)]
+    return address, person, list(dict.fromkeys(addresses))
 
 
 def export_contact(runtime: Runtime, contact: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from relay.engine.contacts.addresses import address_for
 from relay.engine.conversation import audit
 from relay.engine.conversation.audit import OPERATOR
 from relay.engine.runtime import Context
-from relay.engine.verbs import backend_checks
+from relay.engine.verbs import backend_checks, ladders
 from relay.engine.verbs.conversations import get, transcript, view_of
 from relay.engine.verbs.lookups import as_interval
 from relay.engine.verbs.new_conversation import (
@@ -70,30 +70,19 @@ def start(
     template_variables: Mapping[str, str] | None = None,
     defer: bool = True,
     approval: str | None = None,
+    fallback_after: str | timedelta | None = None,
     consent: str | None = None,
 ) -> InstanceView:
     """CREATED, or QUEUED behind a live one (options: prepare's); first turn unless ``defer``."""
     spec = prepare(
-        rt,
-        contact,
-        objective,
-        todos,
-        heartbeat=heartbeat,
-        max_followups=max_followups,
-        channel=channel,
-        agent=agent,
-        window=window,
-        subject=subject,
-        campaign=campaign,
-        meta=meta,
-        result_schema=result_schema,
-        template_sid=template_sid,
-        template_variables=template_variables,
-        approval=approval,
-        consent=consent,
-    )
-    reach = backend_checks.reach(rt, spec.channel, spec.address)
-    backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window, reach)
+        rt, contact, objective, todos,
+        heartbeat=heartbeat, max_followups=max_followups, channel=channel, agent=agent,
+        window=window, subject=subject, campaign=campaign, meta=meta,
+        result_schema=result_schema, template_sid=template_sid,
+        template_variables=template_variables, approval=approval, consent=consent,
+    )  # fmt: skip
+    # The channels' checks, the rung it starts on (a,b,c: a ladder).
+    spec = ladders.settle(rt, spec, fallback_after=fallback_after)
     with rt.store.transaction() as session:
         instance = create(rt, session, spec, rt.now(), actor)
         view = view_of(rt, session, instance)
@@ -151,36 +140,40 @@ def prepare(
     approval: str | None = None,
     consent: str | None = None,
 ) -> NewConversation:
-    """Check and normalise a new conversation, touching nothing (``start``, ``import``):
-    ``todos`` as text, ``"TEXT::KIND"`` or ``{"text", "answer"}``; ``consent``: where and when;
-    ``result_schema`` by todo id; ``template_*``: WhatsApp's; ``approval``: verbs.drafts."""
+    """Check and normalise a new conversation, touching nothing (start and import begin
+    here). ``todos``: text, ``"TEXT::KIND"`` or ``{"text", "answer"}``; ``channel``: one, or
+    a ladder a,b,c; ``consent``: where and when; ``approval``: see verbs.drafts."""
     from relay.core.approval import parse_mode
     from relay.engine.verbs.program import check_meta, todo_specs
 
-    defaults = rt.config.settings.defaults
     refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
-    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channel or defaults.channel))
+    channels = ladders.channel_list(channel or rt.config.settings.defaults.channel)
+    parsed = address_for(rt, contact, backend_checks.channel_type(rt, channels[0]))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
-    channel, consent = channel or defaults.channel, clean_consent(consent)
     return NewConversation(
         address=parsed.value,
         objective=objective,
         todos=tuple(clean_text(text, "todo") for text, _ in specs),
         subject=clean_subject(subject) if subject else subject_from_objective(objective),
-        heartbeat=defaults.heartbeat if heartbeat is None else as_interval(heartbeat),
+        heartbeat=_heartbeat(rt, heartbeat),
         max_followups=_max_followups(rt, max_followups),
-        channel=channel,
+        channel=channels[0],
         agent=agent or rt.config.settings.agent.backend,
         window=window,
         campaign=clean_campaign(campaign),
         answers=tuple(spec for _, spec in specs),
         meta=check_meta(meta),
         result_schema=checked_result_schema(result_schema),
-        template=backend_checks.template(rt, channel, template_sid, template_variables),
+        template=backend_checks.template(rt, channels[0], template_sid, template_variables),
         contact_fields={"name": parsed.name} if parsed.name else None,
         approval=parse_mode(approval or rt.config.settings.agent.approval),
-        consent=consent,
+        channels=channels,
+        consent=clean_consent(consent),
     )
+
+
+def _heartbeat(rt: Context, value: str | timedelta | None) -> timedelta:
+    return rt.config.settings.defaults.heartbeat if value is None else as_interval(value)
 
 
 def create(
@@ -210,6 +203,7 @@ def create(
     from relay.store.models import Todo
 
     merge_contact_fields(person, spec, now)
+    ladders.give_addresses(session, person, spec, now)
     instance = _insert_instance(rt, session, person, spec, now)
     instance.meta = spec.meta or None
     instance.result_schema = spec.result_schema
@@ -266,6 +260,8 @@ def _insert_instance(
         template=spec.template,
         approval=spec.approval,
         drafts_pending=0,
+        ladder=spec.ladder,
+        fallback_seconds=spec.fallback_seconds if spec.ladder else None,
         created_at=now,
         updated_at=now,
     )

@@ -89,6 +89,9 @@ class InstanceView:
     ended_at: datetime | None
     #: What comes next (None once ended); ``next_message`` words it.
     forecast: Forecast | None = None
+    #: The channel ladder (relay.core.ladder), in order; ``channel`` is the rung in
+    #: use. Empty: one channel.
+    channels: tuple[str, ...] = ()
     subject: str | None = None
     #: Replies that arrived after the conversation ended (kept, never answered).
     late_replies: int = 0
@@ -156,6 +159,7 @@ class InstanceView:
             campaign=instance.campaign,
             approval=instance.approval,
             drafts_pending=instance.drafts_pending or 0,
+            channels=tuple(rung[0] for rung in getattr(instance, "ladder", None) or ()),
             **extra,
         )
 
@@ -174,6 +178,7 @@ class InstanceView:
             "heartbeat_remaining_seconds": self.heartbeat_remaining_seconds,
             "paused_until": isoformat(self.paused_until),
             "channel": self.channel,
+            "channels": list(self.channels) or [self.channel],
             "agent": self.agent,
             "window": self.window,
             "failure_reason": self.failure_reason,
@@ -334,6 +339,8 @@ class ContactView:
     #: commit on (:mod:`relay.engine.contacts.settling`); they may still arrive.
     in_flight: int = 0
     undeliverable: UndeliverableMark | None = None
+    #: Every address of the contact by kind, its own among them.
+    addresses: dict[str, str] = field(default_factory=dict)
     #: Where and when the contact consented, as given, and when relay recorded it.
     consent: str | None = None
     consent_at: datetime | None = None
@@ -345,6 +352,7 @@ class ContactView:
         return {
             "contact": self.address,
             "kind": self.kind,
+            "addresses": self.addresses or {self.kind: self.address},
             "timezone": self.timezone,
             "fields": self.fields,
             "consent": self.consent,
