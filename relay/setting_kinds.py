@@ -21,6 +21,7 @@ SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``
 TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
 BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
 APPROVAL = "approval"  # none, first or all (relay.core.approval)
+WINDOW = "window"  # a sending window ("mon-fri 09:00-18:00"); empty means None (any time)
 
 Kind = str | int
 
@@ -59,6 +60,8 @@ def _text(key: str, value: str, where: str, kind: str) -> Any:
         raise ConfigError(f"{where}: {key} must not be empty")
     if kind == OPTIONAL:
         return value.strip() or None
+    if kind == WINDOW:
+        return _window(key, value, where)
     if kind == APPROVAL:
         from relay.core.approval import MODES
 
@@ -71,6 +74,20 @@ def _text(key: str, value: str, where: str, kind: str) -> Any:
         except InvalidInput as exc:
             raise ConfigError(f"{where}: {key}: {exc.message}") from None
     return value
+
+
+def _window(key: str, value: str, where: str) -> str | None:
+    """A sending window, checked when the configuration is read (a start would
+    refuse it later, without naming the file); empty: any time."""
+    from relay.core.windows import parse_window
+
+    if not value.strip():
+        return None
+    try:
+        parse_window(value)
+    except InvalidInput as exc:
+        raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value.strip()
 
 
 def _flag(key: str, value: Any, where: str) -> bool:

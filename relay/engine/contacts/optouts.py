@@ -12,8 +12,12 @@ from relay.core.outcomes import OPTED_OUT
 from relay.core.states import Event, State, waits_in_queue
 from relay.core.values import MessageStatus
 from relay.engine.conversation import transitions
-from relay.store import contact_work
+from relay.store import contact_work, on_commit
 from relay.store.models import Contact, Instance
+
+#: The contacts a transaction opted out, and when: whoever commits it waits for
+#: their sends in flight before answering (:func:`opted_out_in`).
+_NEWLY_OUT = on_commit.collection("relay_opted_out")
 
 
 def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) -> None:
@@ -22,6 +26,7 @@ def opt_out(session: Session, person: Contact, now: datetime, *, reason: str) ->
         person.opted_out_at = now
         person.opt_out_reason = reason
         person.updated_at = now
+        on_commit.add(session, _NEWLY_OUT, (person.id, now))
     for instance in _unfinished(session, person.id):
         if _waits_in_queue(instance):
             transitions.apply_event(
@@ -46,6 +51,12 @@ def _hold_outbound(session: Session, contact_id: int, status: MessageStatus, why
         message.status = status.value
         message.last_error = why
         message.next_attempt_at = None
+
+
+def opted_out_in(session: Session) -> list[tuple[int, datetime]]:
+    """The contacts this transaction opted out so far (a savepoint rolled back
+    drops its own), with the time of each opt-out."""
+    return on_commit.collected(session, _NEWLY_OUT)
 
 
 def opt_in(person: Contact, now: datetime) -> None:
