@@ -6,8 +6,11 @@ concurrent CLI commands and inbox replies, then a check of the store and the con
                                                                    # or --url names the server
 
 Prints the seed first (``--seed`` replays a run's choices, not its timing), then a
-table and one JSON line of the figures: deliveries, kills, lost, duplicates,
-post_cancel, post_pause, post_opt_out, out_of_order, stranded, doctor. Exit 0 when every count
+table and one JSON line of the figures: deliveries, kills, lost, duplicates (and
+per channel kind: duplicates_console, duplicates_sms, the extra deliveries of one
+message; half the contacts talk over SMS through a loopback Twilio that keeps no
+idempotency key), unknown_fate, post_cancel, post_pause, post_opt_out,
+out_of_order, stranded, doctor. Exit 0 when every count
 that must be zero is zero and the daemons settled. The workload and the checks are
 ``tests/acceptance/chaoslib.py``, shared with the quick test in the suite.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from benchlib import machine, throwaway_store
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "acceptance"))
 
 from chaoslib import Chaos, ChaosSettings
@@ -46,6 +50,14 @@ def main() -> int:
         metavar="S",
         help="a kill every MIN to MAX seconds of a daemon's uptime",
     )
+    parser.add_argument(
+        "--sms-latency",
+        type=float,
+        nargs=2,
+        default=(0.05, 0.3),
+        metavar="S",
+        help="the loopback Twilio answers a create MIN to MAX seconds after taking it",
+    )
     args = parser.parse_args()
     daemons = args.daemons or (1 if args.db == "sqlite" else 3)
     if args.db == "sqlite" and daemons != 1:
@@ -61,6 +73,7 @@ def main() -> int:
         workers=args.workers,
         kill_every=tuple(args.kill_every),
         settle_seconds=120.0,
+        sms_latency=tuple(args.sms_latency),
     )
     print(f"# {machine()}", flush=True)
     with throwaway_store(server) as bench:

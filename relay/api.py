@@ -176,7 +176,7 @@ class Relay:
         return conversations.send(self._rt, instance_id, text, actor=actor)
 
     def retry(self, message_id: int) -> MessageView:
-        """Queue a failed delivery again; refused unless its conversation is live."""
+        """Queue a failed delivery, or one of unknown fate, again (its conversation live)."""
         return conversations.retry(self._rt, message_id)
 
     def deliver(self, message_id: int) -> MessageView:

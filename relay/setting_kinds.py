@@ -22,6 +22,7 @@ TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
 BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
 APPROVAL = "approval"  # none, first or all (relay.core.approval)
 OPTOUT_SCOPE = "optout_scope"  # contact or channel (relay.core.optout_scope)
+WINDOW = "window"  # a sending window ("mon-fri 09:00-18:00"); empty means None (any time)
 
 Kind = str | int
 
@@ -60,6 +61,8 @@ def _text(key: str, value: str, where: str, kind: str) -> Any:
         raise ConfigError(f"{where}: {key} must not be empty")
     if kind == OPTIONAL:
         return value.strip() or None
+    if kind == WINDOW:
+        return _window(key, value, where)
     if kind in (APPROVAL, OPTOUT_SCOPE):
         return _choice(key, value, where, kind)
     if kind in (DURATION, SECONDS):
@@ -79,6 +82,20 @@ def _choice(key: str, value: str, where: str, kind: str) -> str:
     if value.strip().lower() not in words:
         raise ConfigError(f"{where}: {key} must be one of {', '.join(words)}, not {value!r}")
     return value.strip().lower()
+
+
+def _window(key: str, value: str, where: str) -> str | None:
+    """A sending window, checked when the configuration is read (a start would
+    refuse it later, without naming the file); empty: any time."""
+    from relay.core.windows import parse_window
+
+    if not value.strip():
+        return None
+    try:
+        parse_window(value)
+    except InvalidInput as exc:
+        raise ConfigError(f"{where}: {key}: {exc.message}") from None
+    return value.strip()
 
 
 def _flag(key: str, value: Any, where: str) -> bool:

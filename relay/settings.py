@@ -32,6 +32,7 @@ from relay.setting_kinds import (
     SECONDS,
     TABLES,
     TEXT,
+    WINDOW,
     Kind,
     key,
     read_value,
@@ -39,9 +40,9 @@ from relay.setting_kinds import (
 
 __all__ = [
     "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "OPTOUT_SCOPE", "SECONDS",
-    "TABLES", "TEXT",
-    "Kind", "Settings", "build_settings", "convert", "key",
+    "TABLES", "TEXT", "WINDOW", "Kind", "Settings", "build_settings", "convert", "key",
 ]  # fmt: skip
+
 
 @dataclass(frozen=True)
 class DatabaseSettings:
@@ -91,7 +92,7 @@ class DefaultSettings:
     )  # fmt: skip
     #: The sending window for proactive messages; None: any time.
     window: str | None = key(
-        "", OPTIONAL,
+        "", WINDOW,
         "when proactive messages (first messages, follow-ups) may go out, in the contact's "
         "time zone, such as `mon-fri 09:00-18:00`; empty means any time",
     )  # fmt: skip
@@ -140,6 +141,13 @@ class OutboxSettings:
     backoff: timedelta = key(
         "30s", DURATION,
         "delay before the first retry of a failed delivery; it doubles with each attempt",
+    )  # fmt: skip
+    resend_unknown: bool = key(
+        False, BOOL,
+        "after a crash, send again a message whose channel cannot tell whether it went and "
+        "does not declare a second hand-over safe (SMS without a reachable Twilio, email "
+        "without `imap_sent_mailbox`, Telegram); off, such a message waits with its fate "
+        "`unknown` until `relay retry` (see [reliability](reliability.md))",
     )  # fmt: skip
 
 

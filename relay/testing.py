@@ -139,6 +139,9 @@ class RecordingChannel:
     delivered: dict[str, Outbound] = field(default_factory=dict)
     before_send: Callable[[Outbound], None] | None = None
     name: str = "test"
+    #: It dedupes by key, so a second hand-over after a crash is safe (set False to
+    #: have such a message's fate ``unknown``, as for an SMS provider).
+    resend_safe: bool = True
 
     def send(self, message: Outbound) -> str:
         self.attempts.append(message)

@@ -10,11 +10,12 @@ import base64
 import json
 import secrets
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -80,11 +81,27 @@ class _Handler(BaseHTTPRequestHandler):
 class TwilioMessage:
     sid: str
     form: dict[str, str]
+    created: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    def listed(self) -> dict[str, Any]:
+        """As the Messages list shows a message our number sent."""
+        when = format_datetime(self.created.astimezone(UTC), usegmt=True)
+        return {
+            "sid": self.sid,
+            "from": self.form.get("From"),
+            "to": self.form.get("To"),
+            "body": self.form.get("Body", ""),
+            "direction": "outbound-api",
+            "status": "sent",
+            "date_created": when,
+            "date_sent": when,
+        }
 
 
 @dataclass
 class FakeTwilio:
-    """``POST/GET /2010-04-01/Accounts/{sid}/Messages.json`` with basic auth."""
+    """``POST/GET /2010-04-01/Accounts/{sid}/Messages.json`` with basic auth (the
+    list holds the inbound messages added and what was sent)."""
 
     base_url: str = ""
     sent: list[TwilioMessage] = field(default_factory=list)
@@ -95,6 +112,13 @@ class FakeTwilio:
     callbacks: list[str] = field(default_factory=list)
     callback_results: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The time a created message is dated (a test on a fake clock sets it).
+    now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    #: Scripted answers to the next list requests (GET), before any listing.
+    list_errors: list[Scripted] = field(default_factory=list)
+    #: Seconds a create takes to answer once Twilio has the message (a provider's
+    #: latency: a client killed meanwhile never hears that it went).
+    answer_delay: Callable[[], float] | None = None
 
     def fail_next(
         self, status: int, code: int, message: str = "", retry_after: str | None = None
@@ -117,20 +141,35 @@ class FakeTwilio:
             return 404, {"code": 20404, "message": "not found", "status": 404}, {}
         if method == "GET":
             self.list_requests.append(path)
+            if self.list_errors:
+                scripted = self.list_errors.pop(0)
+                return scripted.status, scripted.body, scripted.headers
             return 200, self._page(dict(parse_qsl(parts.query))), {}
         if self.errors:
             scripted = self.errors.pop(0)
             return scripted.status, scripted.body, scripted.headers
         form = dict(parse_qsl(body.decode()))
-        message = TwilioMessage("SM" + secrets.token_hex(16), form)
+        message = TwilioMessage("SM" + secrets.token_hex(16), form, self.now())
         with self.lock:
             self.sent.append(message)
+        if self.answer_delay is not None:
+            time.sleep(self.answer_delay())
         if form.get("StatusCallback") and self.callbacks:
             threading.Thread(target=self._call_back, args=(message,), daemon=True).start()
         return 201, {"sid": message.sid, "status": "queued", "to": form.get("To")}, {}
 
     def _page(self, query: dict[str, str]) -> dict[str, Any]:
-        items = [m for m in self.inbound if m["to"] == query.get("To")]
+        """``GET Messages.json?To=...&From=...&DateSent>=YYYY-MM-DD``: what was sent
+        to ``To`` (inbound, and what our number sent), newest first, filtered as
+        Twilio filters (``DateSent>=`` by day)."""
+        with self.lock:
+            sent = [m.listed() for m in reversed(self.sent)]
+        items = [m for m in sent + self.inbound if m["to"] == query.get("To")]
+        if query.get("From"):
+            items = [m for m in items if m["from"] == query["From"]]
+        if query.get("DateSent>"):
+            day = datetime.fromisoformat(query["DateSent>"]).date()
+            items = [m for m in items if parsedate_to_datetime(m["date_sent"]).date() >= day]
         size = int(query.get("PageSize") or 50)
         page = int(query.get("Page") or 0)
         chunk = items[page * size : (page + 1) * size]

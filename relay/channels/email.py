@@ -32,6 +32,7 @@ from relay.channels.base import (
     setting_required,
     setting_seconds,
 )
+from relay.channels.fate import Fate, Reconciled
 from relay.channels.mail.outbound import DEFAULT_SUBJECT, Identity, build_email, message_id_for
 from relay.core.errors import ConfigError
 
@@ -74,6 +75,9 @@ class ImapConfig:
     backfill: timedelta = timedelta(days=1)
     batch: int = 100
     retry: float = 30.0
+    #: Where the mail server files what it relays (Gmail, Microsoft 365 do): asked
+    #: after a crash whether a message went (``imap_sent_mailbox``).
+    sent_mailbox: str | None = None
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> ImapConfig | None:
@@ -100,6 +104,7 @@ class ImapConfig:
             ),
             batch=max(1, int(settings.get("imap_batch") or 100)),
             retry=setting_seconds(name, settings, "imap_retry", "30s"),
+            sent_mailbox=_text(settings, "imap_sent_mailbox"),
         )
 
 
@@ -233,6 +238,16 @@ class EmailChannel:
         except OSError as exc:  # smtplib's errors, refused connections, timeouts, TLS
             raise self._classify(exc) from exc
         return str(email["Message-ID"])
+
+    def reconcile(self, message: Outbound, since: datetime) -> Reconciled:
+        """Whether the mail went before relay crashed: its ``Message-ID`` (made from
+        the idempotency key) in the sent folder, ``imap_sent_mailbox``."""
+        if self.imap is None or self.imap.sent_mailbox is None:
+            return Reconciled(Fate.UNKNOWN, detail=f"channel {self.name}: no imap_sent_mailbox")
+        message_id = message_id_for(message.idempotency_key)
+        if self.poller().holds(self.imap.sent_mailbox, message_id):
+            return Reconciled(Fate.SENT, provider_id=message_id)
+        return Reconciled(Fate.NOT_SENT)
 
     def _connect(self) -> smtplib.SMTP:
         import smtplib

@@ -37,6 +37,7 @@ from relay.channels.base import (
     setting_required,
     setting_seconds,
 )
+from relay.channels.fate import Fate, Reconciled
 from relay.channels.pacing import Booking, SegmentPacer
 from relay.channels.segments import segment_count
 from relay.core.errors import ConfigError
@@ -166,6 +167,33 @@ class TwilioChannel:
         """Keep this number's send slots elsewhere (the store, shared by processes),
         read on ``clock`` (seconds since the epoch, the same in every process)."""
         self.pacer = SegmentPacer(self.pacer.per_second, clock, sleep, book)
+
+    def reconcile(self, message: Outbound, since: datetime) -> Reconciled:
+        """Whether Twilio took ``message`` (handed over at or after ``since``, then
+        relay crashed): is it in the Messages list of what our number sent the
+        recipient since that day? (A WhatsApp template's text is not the message's.)"""
+        base = f"{self.api_url}/2010-04-01/Accounts/{self.account_sid}/Messages.json"
+        params: dict[str, str] = {
+            "To": self._address(message.to),
+            "From": self._address(self.sender),
+            "DateSent>": since.date().isoformat(),
+            "PageSize": "100",
+        }
+        url: str | None = base
+        for _ in range(MAX_PAGES):
+            if url is None:
+                break
+            data = self._request("GET", url, params=params).json()
+            for item in data.get("messages") or []:
+                if _is_ours(item, message.text, since):
+                    return Reconciled(Fate.SENT, provider_id=str(item.get("sid") or ""))
+            next_uri = data.get("next_page_uri")
+            url, params = (self.api_url + next_uri, {}) if next_uri else (None, {})
+        if url is not None:
+            return Reconciled(Fate.UNKNOWN, detail=f"more than {MAX_PAGES} pages to read")
+        if self.kind == "whatsapp":
+            return Reconciled(Fate.UNKNOWN, detail="not listed, but it may have gone as a template")
+        return Reconciled(Fate.NOT_SENT)
 
     # -- sending ------------------------------------------------------------------
 
@@ -342,6 +370,18 @@ def _int(value: str | None) -> int | None:
         return int(value) if value else None
     except ValueError:
         return None
+
+
+def _is_ours(item: Mapping[str, Any], text: str, since: datetime) -> bool:
+    """A listed message is the one handed over: outbound, its text, not older than ``since``."""
+    if not str(item.get("direction") or "").startswith("outbound"):
+        return False
+    if str(item.get("body") or "") != text:
+        return False
+    created = item.get("date_created") or item.get("date_sent")
+    if not created:
+        return True  # listed by its send date, which is on or after since's day
+    return parsedate_to_datetime(str(created)).astimezone(UTC) >= since
 
 
 def _listed_inbound(item: Mapping[str, Any], kind: str) -> tuple[Inbound, datetime] | None:

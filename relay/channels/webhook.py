@@ -50,6 +50,9 @@ class WebhookChannel:
 
     #: Outbound.thread is not read here (the outbox then does not look it up).
     threads = False
+    #: The receiver gets the idempotency key (body and ``Idempotency-Key`` header)
+    #: and drops a second delivery of it: sending again after a crash is safe.
+    resend_safe = True
 
     def __init__(
         self,

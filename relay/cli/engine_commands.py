@@ -130,9 +130,10 @@ def doctor(
     Slot holders per contact, QUEUED only behind a holder, PAUSED with a prior
     state, a transition-log row for the current state, heartbeats only in
     WAITING_FOR_REPLY, nothing queued for opted-out contacts, and channels or
-    the agent that could not work (a missing secret). Inbound that arrived after
-    its conversation ended, or came from no usable address, is reported as a
-    notice (it breaks no rule, but a person should look).
+    the agent that could not work (a missing secret). Notices (no rule broken,
+    but a person should look): inbound after its conversation ended or from no
+    usable address, webhooks no daemon took in, and a message a crash left whose
+    fate its channel cannot tell (`relay retry` sends it again).
     """
     relay = state.relay()
     if email:

@@ -47,7 +47,9 @@ def retry(
     message_id: Annotated[int, typer.Argument(metavar="MESSAGE", help="The message number.")],
     json_out: JsonOption = False,
 ) -> None:
-    """Deliver a failed message again (its conversation must still be live)."""
+    """Deliver a failed message again, or one whose fate a crash left unknown
+    (`relay doctor` lists those; the contact may get it twice). Its conversation
+    must still be live."""
     message = state.relay().retry(message_id)
     report_delivery(deliver_now(message), json_out)
 

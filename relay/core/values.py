@@ -44,8 +44,11 @@ class MessageStatus(StrEnum):
     Outbound: queued -> sending -> sent, or failed / blocked (opted out) /
     cancelled (the instance ended before delivery). An agent's message that a
     person approves first starts as a draft: approved it is queued; rejected, or
-    replaced by an edited copy (edited), it is never sent. Inbound: received ->
-    processed (an agent turn has seen it).
+    replaced by an edited copy (edited), it is never sent. A message left
+    ``sending`` by a crash whose channel cannot tell whether it went, and that
+    is not safe to send twice, becomes unknown (its fate): it waits for the
+    operator (``relay retry`` sends it again). Inbound: received -> processed
+    (an agent turn has seen it).
     """
 
     DRAFT = "draft"
@@ -55,6 +58,7 @@ class MessageStatus(StrEnum):
     QUEUED = "queued"
     SENDING = "sending"
     SENT = "sent"
+    UNKNOWN = "unknown"
     FAILED = "failed"
     BLOCKED = "blocked"
     CANCELLED = "cancelled"

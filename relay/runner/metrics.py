@@ -109,6 +109,7 @@ OUTBOX = (
     MessageStatus.QUEUED,
     MessageStatus.SENDING,
     MessageStatus.SENT,
+    MessageStatus.UNKNOWN,
     MessageStatus.FAILED,
     MessageStatus.BLOCKED,
     MessageStatus.CANCELLED,

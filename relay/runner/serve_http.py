@@ -79,15 +79,21 @@ class Endpoint:
 
     async def push(self, name: str, incoming: Incoming) -> None:
         """Store what arrived for the daemon (:mod:`relay.runner.serve_writer`);
-        returns once it is committed."""
+        returns once it is committed. An opt-out is not left waiting for a daemon:
+        it is ingested at once (:meth:`ingest`), so that its answer means nothing
+        more will leave for that contact."""
+        if incoming_verbs.opts_out(self.relay, incoming):
+            await self.ingest(name, incoming)
+            return
         now = time.time()
         messages = [with_content_id(item, now) for item in incoming.messages]
         text = pushed.dumps(replace(incoming, messages=messages))
         await self.writer.store_push(name, text, self.relay.now())
 
     async def ingest(self, name: str, incoming: Incoming) -> None:
-        """Store and apply what arrived at once, in a worker thread (one-click
-        unsubscribe, answered only once the contact is opted out)."""
+        """Store and apply what arrived at once, in a worker thread (an opt-out,
+        answered only once the contact is opted out and the sends under way have
+        settled: ``incoming.ingest``)."""
         messages = [with_content_id(item, time.time()) for item in incoming.messages]
         await run_in_threadpool(
             incoming_verbs.ingest, self.relay, name, replace(incoming, messages=messages)

@@ -157,8 +157,7 @@ class Handlers:
             provider_message_id=f"{ONE_CLICK}{token.rsplit('.', 1)[-1]}",
             kind=InboundKind.UNSUBSCRIBE,
         )
-        since = self.relay.now()
+        # Answered once nothing more can leave: the ingest waits for the sends
+        # under way to settle (``Relay.ingest``).
         await self.endpoint.ingest(channel, Incoming(messages=[inbound]))
-        # Answered once nothing more can leave (the sends under way have settled).
-        await run_in_threadpool(unsubscribe.settle, self.relay, token, since)
         return PlainTextResponse("unsubscribed\n")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from relay.store.prepared import AnySelect
 
 
-def _skip_locked(dialect: str, query: AnySelect) -> AnySelect:
+def skip_locked(dialect: str, query: AnySelect) -> AnySelect:
     if dialect == "postgresql":
         return query.with_for_update(skip_locked=True)
     return query
@@ -66,7 +66,7 @@ def _due_turns(dialect: str, one: bool) -> Select[Any]:
     if one:
         query = query.where(Instance.id == bindparam("instance_id"))
     query = query.order_by(Instance.updated_at, Instance.seq).limit(bindparam("limit"))
-    return _skip_locked(dialect, query)
+    return skip_locked(dialect, query)
 
 
 def lease_turn(instance: InstanceFields, owner: str, expires: datetime) -> tuple[str, int]:
@@ -166,7 +166,7 @@ def _due_heartbeats(dialect: str) -> AnySelect:
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(bindparam("limit"))
     )
-    return _skip_locked(dialect, query)
+    return skip_locked(dialect, query)
 
 
 def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
@@ -176,7 +176,7 @@ def due_snoozes(session: Session, now: datetime, limit: int) -> list[Instance]:
         .order_by(Instance.paused_until)
         .limit(limit)
     )
-    return list(session.scalars(_skip_locked(dialect_of(session), query)).all())
+    return list(session.scalars(skip_locked(dialect_of(session), query)).all())
 
 
 def claim_outbox(
@@ -189,15 +189,15 @@ def claim_outbox(
     instance_id: str | None = None,
     owner: str | None = None,
 ) -> list[MessageRow]:
-    """Lease due outbound messages: ``queued`` ones whose time has come, and
-    ``sending`` ones whose sender died (their lease ran out). Each is marked
-    ``sending`` with one more attempt before the channel is called. With
+    """Lease due outbound messages: ``queued`` ones whose time has come. Each is
+    marked ``sending`` with one more attempt before the channel is called. With
     ``message_id``, that message and the due ones of its conversation before it;
-    with ``instance_id``, that conversation's.
+    with ``instance_id``, that conversation's. (A ``sending`` one whose sender
+    died is not among them: its fate is asked first, :func:`claim_in_doubt`.)
 
     A conversation's messages go in the order they were written: one waits
     while an earlier one of its conversation is undelivered and not due (held,
-    backing off, or being sent by a live worker); due ones go together, in order.
+    backing off, being sent, or in doubt); due ones go together, in order.
     """
     dialect = dialect_of(session)
     query = _due_outbox(dialect, message_id is not None, instance_id is not None)
@@ -242,13 +242,17 @@ def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[A
     earlier = aliased(Message)
     now: Any = bindparam("now")
     query = locked_rows.selecting(MessageRow).where(
-        Message.status.in_(OUTBOX_PENDING),
+        Message.status == MessageStatus.QUEUED.value,
         Message.next_attempt_at <= now,
         ~exists().where(
             earlier.instance_id == Message.instance_id,
             earlier.id < Message.id,
             earlier.status.in_(OUTBOX_PENDING),
-            or_(earlier.next_attempt_at.is_(None), earlier.next_attempt_at > now),
+            or_(
+                earlier.status != MessageStatus.QUEUED.value,
+                earlier.next_attempt_at.is_(None),
+                earlier.next_attempt_at > now,
+            ),
         ),
     )
     if one_message:
@@ -265,7 +269,7 @@ def _due_outbox(dialect: str, one_message: bool, one_instance: bool) -> Select[A
         )
     if one_instance:
         query = query.where(Message.instance_id == bindparam("instance_id"))
-    return _skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
+    return skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
 
 
 def _without_overtakers(session: Session, rows: list[MessageRow]) -> list[MessageRow]:

@@ -61,6 +61,13 @@ def info(
     _add(session, log, logging.INFO, msg, args, instance_id)
 
 
+def warning(
+    session: Session, log: logging.Logger, msg: str, *args: Any, instance_id: str | None = None
+) -> None:
+    """``log.warning(msg, *args)`` once ``session`` commits."""
+    _add(session, log, logging.WARNING, msg, args, instance_id)
+
+
 def debug(
     session: Session, log: logging.Logger, msg: str, *args: Any, instance_id: str | None = None
 ) -> None:

@@ -19,8 +19,12 @@ from relay.core.values import MessageStatus
 from relay.store.tables import instances, messages
 
 TURN_STATES = tuple(sorted(state.value for state in CORE_TURN_STATES))
-#: Outbox rows still to be delivered (``sending`` ones whose sender died included).
-OUTBOX_PENDING = (MessageStatus.QUEUED.value, MessageStatus.SENDING.value)
+#: Outbox rows not known to be delivered: ``sending`` ones whose sender died
+#: included, and those whose fate is ``unknown`` (never due: they wait for the
+#: operator, and the conversation's later messages and heartbeat wait with them).
+OUTBOX_PENDING = (
+    MessageStatus.QUEUED.value, MessageStatus.SENDING.value, MessageStatus.UNKNOWN.value
+)  # fmt: skip
 
 
 def turn_due(now: Any) -> list[Any]:

@@ -13,7 +13,8 @@ from sqlalchemy import Row, case, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import NEEDS_PERSON_STATE, QUEUED_STATE
-from relay.core.values import Direction, MessageStatus
+from relay.core.values import Direction
+from relay.store.due import OUTBOX_PENDING
 from relay.store.tables import contacts, instances, messages
 
 if TYPE_CHECKING:
@@ -208,13 +209,14 @@ def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
 
 
 def next_outbound(session: Session, instance_id: str) -> Row[Any] | None:
-    """The conversation's undelivered outbound (queued or sending) that goes first."""
+    """The conversation's undelivered outbound (queued, sending, or of unknown
+    fate) that goes first."""
     return session.execute(
         select(messages)
         .where(
             messages.c.instance_id == instance_id,
             messages.c.direction == Direction.OUTBOUND.value,
-            messages.c.status.in_([MessageStatus.QUEUED.value, MessageStatus.SENDING.value]),
+            messages.c.status.in_(OUTBOX_PENDING),
         )
         .order_by(messages.c.next_attempt_at, messages.c.id)
         .limit(1)

@@ -41,11 +41,13 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from messaging_fakes import fake_twilio
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -68,6 +70,10 @@ FIGURES = (
     "commands",
     "lost",
     "duplicates",
+    "duplicates_console",
+    "duplicates_sms",
+    "unknown_fate",
+    "reconciled",
     "post_cancel",
     "post_pause",
     "post_opt_out",
@@ -94,6 +100,13 @@ class ChaosSettings:
     #: Conversations started per contact before the work begins (through the Python
     #: API, cheaply), so queues and turns are there from the first second.
     seed_per_contact: int = 2
+    #: Half the contacts talk over SMS, through a loopback Twilio (``messaging_fakes``)
+    #: that keeps no idempotency key and answers a create a while after it has the
+    #: message (``sms_latency``): a kill in between leaves a message whose fate relay
+    #: must find out.
+    sms: bool = True
+    #: Seconds the fake Twilio takes to answer a create it has taken (low, high).
+    sms_latency: tuple[float, float] = (0.05, 0.3)
 
 
 @dataclass
@@ -146,9 +159,9 @@ class ChaosResult:
         )
 
     def table(self) -> str:
-        rows = [f"{'figure':<14} {'value':>8}"]
-        rows += [f"{name:<14} {self.figures.get(name, 0):>8}" for name in FIGURES]
-        rows.append(f"{'settled':<14} {self.settled!s:>8}")
+        rows = [f"{'figure':<18} {'value':>8}"]
+        rows += [f"{name:<18} {self.figures.get(name, 0):>8}" for name in FIGURES]
+        rows.append(f"{'settled':<18} {self.settled!s:>8}")
         return "\n".join(rows)
 
 
@@ -159,13 +172,41 @@ def relay_argv(config: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "relay", "--config", str(config), *args]
 
 
+#: The fake Twilio's number, and the variable its auth token is in.
+SMS_FROM = "+15550001111"
+SMS_TOKEN_ENV = "CHAOS_TWILIO_TOKEN"
+
+
 def child_env() -> dict[str, str]:
+    from messaging_fakes import TOKEN
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAY_")}
     env["NO_COLOR"] = "1"
+    env[SMS_TOKEN_ENV] = TOKEN
     return env
 
 
-def write_config(folder: Path, url: str, shared: Path, settings: ChaosSettings) -> Path:
+def sms_section(api_url: str | None) -> list[str]:
+    if api_url is None:
+        return []
+    from messaging_fakes import ACCOUNT
+
+    return [
+        "[channels.sms]",
+        'type = "sms"',
+        f'account_sid = "{ACCOUNT}"',
+        f'auth_token_env = "{SMS_TOKEN_ENV}"',
+        f'from = "{SMS_FROM}"',
+        f'api_url = "{api_url}"',
+        'public_url = "http://127.0.0.1:9"',  # nothing pushes back: replies come by the inbox
+        "status_callback = false",
+        "segments_per_second = 0",
+    ]
+
+
+def write_config(
+    folder: Path, url: str, shared: Path, settings: ChaosSettings, sms_api: str | None = None
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "relay.toml"
     path.write_text(
@@ -173,6 +214,7 @@ def write_config(folder: Path, url: str, shared: Path, settings: ChaosSettings) 
             [
                 "[database]",
                 f'url = "{url}"',
+                *sms_section(sms_api),
                 "[channels.console]",
                 f'file = "{shared / "console.jsonl"}"',
                 f'inbox = "{shared / "console-inbox.jsonl"}"',
@@ -277,14 +319,25 @@ class Chaos:
         self.shared.mkdir(parents=True, exist_ok=True)
         self.inbox = self.shared / "console-inbox.jsonl"
         self.outbox = self.shared / "console.jsonl"
-        self.cli_config = write_config(folder / "cli", url, self.shared, settings)
+        self._servers = ExitStack()
+        self.twilio = self._servers.enter_context(fake_twilio()) if settings.sms else None
+        sms_api = self.twilio.base_url if self.twilio is not None else None
+        if self.twilio is not None:
+            from messaging_fakes import TOKEN
+
+            os.environ.setdefault(SMS_TOKEN_ENV, TOKEN)  # for the conversations seeded here
+            latency = random.Random(settings.seed + 1)
+            self.twilio.answer_delay = lambda: latency.uniform(*settings.sms_latency)
+        self.cli_config = write_config(folder / "cli", url, self.shared, settings, sms_api)
         self.daemons = [
-            Daemon(write_config(folder / f"daemon{n}", url, self.shared, settings))
+            Daemon(write_config(folder / f"daemon{n}", url, self.shared, settings, sms_api))
             for n in range(settings.daemons)
         ]
         self.log = ChaosLog()
         self.random = random.Random(settings.seed)
         self.contacts = [f"+1555770{n:04d}" for n in range(settings.contacts)]
+        #: Contacts whose conversations go over SMS (every other one).
+        self.sms_contacts = set(self.contacts[1::2]) if settings.sms else set()
         self.stop_work = threading.Event()
         #: The last state each conversation was seen in (from the commands' answers).
         self.seen: dict[str, str] = {}
@@ -307,6 +360,7 @@ class Chaos:
         finally:
             codes = [d.stop() for d in self.daemons]
             self.store.dispose()
+            self._servers.close()
         if any(code not in (0, None) for code in codes):
             problems.append(f"daemon exit codes after settling: {codes}")
         figures["kills"] = self.log.kills
@@ -335,7 +389,11 @@ class Chaos:
             for contact in self.contacts:
                 todos = rng.sample(TODOS, rng.randint(1, 3))
                 view = relay.start(
-                    contact, "the delivery of order 1042", todos, max_followups=rng.randint(0, 2)
+                    contact,
+                    "the delivery of order 1042",
+                    todos,
+                    max_followups=rng.randint(0, 2),
+                    channel=self.channel_of(contact),
                 )
                 self.log.started.append(view.id)
                 self.seen[view.id] = view.state
@@ -423,9 +481,14 @@ class Chaos:
                 self.log.errors[(err.strip().splitlines() or ["?"])[-1][:120]] += 1
         return code, out
 
+    def channel_of(self, contact: str) -> str:
+        return "sms" if contact in self.sms_contacts else "console"
+
     def _start(self, rng: random.Random) -> None:
         todos = rng.sample(TODOS, rng.randint(1, 3))
-        args = ["start", rng.choice(self.contacts), "-o", "the delivery of order 1042"]
+        contact = rng.choice(self.contacts)
+        args = ["start", contact, "-o", "the delivery of order 1042"]
+        args += ["--channel", self.channel_of(contact)]
         for todo in todos:
             args += ["-t", todo]
         args += ["--max-followups", str(rng.randint(0, 2)), "--json"]
@@ -594,13 +657,91 @@ def read_deliveries(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+#: Outbox statuses of a row a provider may have taken without relay recording it.
+IN_DOUBT = frozenset({"sending", "unknown", "failed"})
+
+
+def sms_deliveries(session: Session, sent: list[Any]) -> list[dict[str, Any]]:
+    """What the fake Twilio took, as console deliveries read. Each create is the
+    outbox row that recorded its sid (a send, or a reconciliation after a kill); a
+    create no row recorded is matched by recipient and text (one contact's
+    conversations can hold the same text): to a row in doubt no create matched
+    yet, else it is a second delivery of a recorded one."""
+    rows = session.execute(
+        select(
+            Message.id,
+            Message.instance_id,
+            Message.idempotency_key,
+            Message.body,
+            Message.provider_message_id,
+            Message.status,
+        )
+        .add_columns(Contact.address)
+        .join(Contact, Contact.id == Message.contact_id)
+        .where(Message.direction == "outbound", Message.channel == "sms")
+        .order_by(Message.id)
+    ).all()
+    by_sid = {row.provider_message_id: row for row in rows if row.provider_message_id}
+    by_pair: defaultdict[tuple[str, str], list[Any]] = defaultdict(list)
+    for row in rows:
+        by_pair[(row.address, row.body)].append(row)
+    matched: set[int] = set()
+    records = []
+    for created in sorted(sent, key=lambda m: m.created):
+        pair = (created.form.get("To", ""), created.form.get("Body", ""))
+        row = by_sid.get(created.sid)
+        if row is None:
+            candidates = by_pair.get(pair) or []
+            # Taken without its sid recorded: a row whose fate relay does not know...
+            doubtful = [r for r in candidates if r.status in IN_DOUBT and r.id not in matched]
+            # ... or a second delivery of one that was recorded.
+            recorded = [r for r in candidates if r.provider_message_id]
+            row = (doubtful or recorded or candidates or [None])[0]
+        if row is None:
+            continue  # nothing relay wrote (cannot happen; not counted)
+        matched.add(row.id)
+        records.append(
+            {
+                "message_id": row.id,
+                "instance_id": row.instance_id,
+                "idempotency_key": row.idempotency_key,
+                "to": pair[0],
+                "sent_at": _iso(created.created),
+                "channel": "sms",
+            }
+        )
+    return records
+
+
+def _reconciled(session: Session) -> int:
+    """Messages a crash left ``sending`` that the provider was found to have (recorded
+    sent, not sent again): how often the harness hit the window it is about."""
+    from relay.store.tables import events
+
+    rows = session.execute(select(events.c.data).where(events.c.kind == "message.sent"))
+    return sum(1 for (data,) in rows if isinstance(data, dict) and data.get("reconciled"))
+
+
+def _extra(deliveries: list[dict[str, Any]]) -> int:
+    """Deliveries beyond the first of each message."""
+    return sum(n - 1 for n in Counter(d["message_id"] for d in deliveries).values() if n > 1)
+
+
 def check(chaos: Chaos) -> tuple[list[str], dict[str, int]]:
-    deliveries = read_deliveries(chaos.outbox)
+    console = read_deliveries(chaos.outbox)
     problems: list[str] = []
-    figures = {"deliveries": len(deliveries), "inbound": len(chaos.log.inbox)}
     with chaos.store.read_transaction() as session:
+        sent = list(chaos.twilio.sent) if chaos.twilio is not None else []
+        sms = sms_deliveries(session, sent)
+        # Each in its own order (the file's, Twilio's): a conversation is on one channel.
+        deliveries = console + sms
+        figures = {"deliveries": len(deliveries), "inbound": len(chaos.log.inbox)}
         figures["lost"] = _lost(session, chaos.log.inbox, problems)
         figures["duplicates"] = _duplicates(deliveries, problems)
+        figures["duplicates_console"] = _extra(console)
+        figures["duplicates_sms"] = _extra(sms)
+        figures["unknown_fate"] = _count(session, Message, Message.status == "unknown")
+        figures["reconciled"] = _reconciled(session)
         cancels, pauses = _after_acknowledged(session, deliveries, chaos.log.acks, problems)
         figures["post_cancel"], figures["post_pause"] = cancels, pauses
         figures["post_opt_out"] = _after_opt_out(session, deliveries, chaos.log.acks, problems)

@@ -62,3 +62,38 @@ def test_an_inbox_line_never_stored_is_lost(make_relay: Callable[..., Relay], db
     with relay.store.transaction() as session:
         assert _lost(session, log.inbox, problems) == 1
     assert "line-2" in problems[0]
+
+
+def test_sms_creates_are_matched_by_sid_and_a_second_create_is_a_duplicate(
+    make_relay: Callable[..., Relay], db_url: str
+) -> None:
+    """Two conversations of one contact can send the same text: each create is the
+    row that recorded its sid; one that no row recorded is a second delivery."""
+    from chaoslib import _extra, sms_deliveries
+    from messaging_fakes import TwilioMessage
+    from sqlalchemy import update
+
+    from relay.store.models import Message
+
+    relay = make_relay(db_url)
+    first = relay.start(PHONE, "x", ["y"], defer=False)
+    relay.cancel(first.id)
+    second = relay.start(PHONE, "x", ["y"], defer=False)
+    now = datetime.now(UTC)
+    with relay.store.transaction() as session:
+        for view, sid in ((first, "SM1"), (second, "SM2")):
+            session.execute(
+                update(Message)
+                .where(Message.instance_id == view.id, Message.direction == "outbound")
+                .values(channel="sms", body="same text", provider_message_id=sid, status="sent")
+            )
+    form = {"To": PHONE, "Body": "same text"}
+    creates = [
+        TwilioMessage("SM2", form, now),
+        TwilioMessage("SM1", form, now + timedelta(seconds=1)),
+        TwilioMessage("SM3", form, now + timedelta(seconds=2)),  # sent again: a duplicate
+    ]
+    with relay.store.read_transaction() as session:
+        records = sms_deliveries(session, creates)
+    assert [r["instance_id"] for r in records[:2]] == [second.id, first.id]
+    assert _extra(records) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -65,6 +66,69 @@ def test_an_opt_out_waits_for_the_send_in_flight_and_nothing_leaves_after_it(
     assert len(relay_channel.delivered) == 1
 
     # Nothing more to the contact, however long the daemon goes on.
+    relay_channel.before_send = None
+    for _ in range(3):
+        clock.advance(timedelta(hours=1))
+        Pulse(relay, "d1").run()
+    assert len(relay_channel.attempts) == 1
+
+
+def _stop_by_poll(relay: Any, clock: Any) -> int:
+    """A STOP read from the channel, as a poll or ``relay serve`` stores it."""
+    from relay.channels.base import Inbound, Incoming
+
+    stop = Inbound(PHONE, "STOP", clock.now(), provider_message_id="in-stop-1")
+    return len(relay.ingest("test", Incoming(messages=[stop])).opted_out)
+
+
+def _stop_by_receive(relay: Any, clock: Any) -> int:
+    """A STOP handed in by ``relay receive``."""
+    relay.receive(PHONE, "Stop texting me please")
+    return 1
+
+
+@pytest.mark.parametrize("arrive", [_stop_by_poll, _stop_by_receive], ids=["poll", "receive"])
+def test_an_inbound_stop_is_acknowledged_only_once_the_send_in_flight_settled(
+    make_relay: Any,
+    db_url: str,
+    clock: Any,
+    relay_channel: RecordingChannel,
+    arrive: Callable[[Any, Any], int],
+) -> None:
+    """The same promise as ``relay contact opt-out``: a STOP that arrives while a
+    message to the contact is being handed over (the dispatcher's unchecked
+    first group) is acknowledged (the poll, the request, the command returns)
+    only after that send settled, and nothing leaves after it."""
+    relay = make_relay(db_url, clock, **SETTINGS)
+    inbound = make_relay(db_url, clock, **SETTINGS)
+    relay.start(PHONE, "the delivery of order 1042", ["Which day?", "Which number?"])
+    order: list[str] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(message: Any) -> None:
+        entered.set()
+        assert release.wait(20)
+        order.append("handed over")
+
+    relay_channel.before_send = hold
+    daemon = threading.Thread(target=lambda: Pulse(relay, "d1").run())
+    daemon.start()
+    assert entered.wait(20), "the pulse never sent"
+    stored: list[int] = []
+
+    def stop() -> None:
+        stored.append(arrive(inbound, clock))
+        order.append("stop acknowledged")
+
+    arrival = threading.Thread(target=stop)
+    arrival.start()
+    arrival.join(timeout=1.0)
+    assert arrival.is_alive(), "the STOP was acknowledged while a send was under way"
+    release.set()
+    daemon.join(timeout=20)
+    arrival.join(timeout=20)
+    assert order == ["handed over", "stop acknowledged"]
+    assert stored == [1] and relay.contact(PHONE).opted_out_at is not None
     relay_channel.before_send = None
     for _ in range(3):
         clock.advance(timedelta(hours=1))

@@ -33,6 +33,15 @@ def one_error_line(result: Any) -> str:
         (("nosuchcommand",), "no such command 'nosuchcommand'"),
         (("start", PHONE, "--objective", "x", "--todo", "y", "--heartbeat", ""), "--heartbeat"),
         (("start", PHONE, "--objective", "x", "--todo", "y", "--channel", " "), "--channel"),
+        (("start", PHONE, "-o", "x", "--todo", "y", "--window", ""), "--window is empty"),
+        (("start", PHONE, "-o", "x", "--todo", "y", "--window", "  "), "--window is empty"),
+        (("start", PHONE, "-o", "x", "--todo", "y", "--window", "soon"), "invalid window 'soon'"),
+        (("start", PHONE, "-o", "x", "--todo", "y", "--subject", ""), "--subject is empty"),
+        (("start", PHONE, "-o", "x", "--todo", "y", "--approval", ""), "--approval is empty"),
+        (
+            ("start", PHONE, "-o", "x", "--todo", "y", "--whatsapp-template", ""),
+            "--whatsapp-template is empty",
+        ),
         (("retry", "9" * 30), f"no outbound message {'9' * 30}"),
     ],
 )
@@ -44,6 +53,24 @@ def test_an_empty_heartbeat_starts_nothing(cli: Any) -> None:
     one_error_line(cli("start", PHONE, "--objective", "x", "--todo", "y", "--heartbeat", ""))
     listed = cli("list", "--json")
     assert listed.exit_code == 0 and PHONE not in listed.stdout
+
+
+def test_an_empty_window_for_an_import_starts_nothing(cli: Any, tmp_path: Path) -> None:
+    """Refused before any row is read (not row by row, with exit 0)."""
+    (tmp_path / "contacts.csv").write_text(f"phone\n{PHONE}\n")
+    args = ("import", str(tmp_path / "contacts.csv"), "-o", "x", "--todo", "y", "--window", "")
+    assert "--window is empty" in one_error_line(cli(*args))
+    listed = cli("list", "--json")
+    assert listed.exit_code == 0 and PHONE not in listed.stdout
+
+
+def test_a_malformed_window_in_the_configuration_is_named_with_its_file(
+    cli: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "relay.toml").write_text('[defaults]\nwindow = "weekdays"\n')
+    line = one_error_line(cli("list"))
+    assert str(tmp_path / "relay.toml") in line and "defaults.window" in line
+    assert "invalid window 'weekdays'" in line
 
 
 def test_a_configuration_that_is_not_utf8_is_named(cli: Any, tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ EXPECTED_TYPE = {
     settings.TEXT: str,
     settings.NAME: str,
     settings.OPTIONAL: str | None,
+    settings.WINDOW: str | None,
     settings.DURATION: timedelta,
     settings.SECONDS: timedelta,
     settings.APPROVAL: str,

@@ -150,6 +150,20 @@ class ImapPoller:
         self.backoff.succeeded()
         return result
 
+    def holds(self, mailbox: str, message_id: str) -> bool:
+        """Whether ``mailbox`` holds a mail with this ``Message-ID`` (the sent
+        folder, asked after a crash whether a mail went)."""
+        try:
+            client = self._connect()
+            try:
+                client.select_folder(mailbox, readonly=True)
+                return bool(client.search(["HEADER", "Message-ID", message_id]))
+            finally:
+                _logout(client)
+        except Exception as exc:  # imapclient, socket, TLS: the server or the network failed
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ChannelError(f"{self.where} ({mailbox}): {detail}") from exc
+
     def _fetch(self, cursor: str | None) -> tuple[list[Fetched], str | None]:
         mailbox = self.settings.mailbox
         client = self._connect()

@@ -15,12 +15,15 @@ nothing, since a new claim checks the contact first.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from relay.store import contact_work
 from relay.store.database import Store
+
+log = logging.getLogger("relay.inbound")
 
 #: How long an opt-out waits for the sends in flight to settle.
 SETTLE_SECONDS = 10.0
@@ -47,3 +50,21 @@ def settle(
             if not busy or monotonic() >= deadline:
                 return contact_work.handed_over_to(session, contact_id, since)
         pause(LOOK_EVERY)
+
+
+def settle_all(
+    store: Store, opted_out: Iterable[tuple[int, datetime]], now: Callable[[], datetime]
+) -> int:
+    """After a committed inbound opt-out (a STOP, an unsubscribe, a complaint), as
+    after ``relay contact opt-out``: wait for each contact's sends in flight before
+    the arrival is acknowledged (a poll's next step, ``relay serve``'s answer), so
+    nothing leaves after it but what is reported; how many were handed over."""
+    total = 0
+    for contact_id, since in opted_out:
+        in_flight = settle(store, contact_id, since, now)
+        if in_flight:
+            log.info(
+                "contact %s opted out; %s message(s) already handed over", contact_id, in_flight
+            )
+        total += in_flight
+    return total

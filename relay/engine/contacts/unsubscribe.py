@@ -123,12 +123,3 @@ def used_again(
     person = session.get(Contact, contact_id, populate_existing=True)
     if person is not None and person.opted_out_at is None:
         opt_out(session, person, now, reason=f"unsubscribe on {channel} (link used again)")
-
-
-def settle(relay: Runtime, token: str, since: datetime) -> int:
-    """After a one-click unsubscribe: wait, bounded, for the sends to the contact
-    under way to settle (:mod:`relay.engine.contacts.settling`); how many there were."""
-    from relay.engine.contacts import settling
-
-    contact_id = int(token.partition(".")[0])  # the token was verified by resolve
-    return settling.settle(relay.store, contact_id, since, relay.now)

@@ -114,6 +114,10 @@ def _delivery(message: Message | Row[Any], now: datetime) -> Forecast:
         return Forecast(
             Next.DELIVERY, delivery=Delivery.SENDING, channel=channel, attempt=message.attempts
         )
+    if message.status == MessageStatus.UNKNOWN.value:
+        # A crash left it with the provider, which cannot tell: a person decides.
+        why = f"message {message.id}: {message.last_error}; `relay retry {message.id}` sends it"
+        return Forecast(Next.PERSON, detail=why)
     if message.attempts == 0 and message.last_error and when is not None:
         # Kept queued by the channel (bad credentials): it says why, each try.
         return Forecast(

@@ -33,7 +33,7 @@ from relay.engine.contacts.bounce_marks import (
     SoftBounces,
     record_bounce,
 )
-from relay.engine.contacts.optouts import opt_out
+from relay.engine.contacts.optouts import opt_out, opted_out_in
 from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, funnel, queries
@@ -62,6 +62,14 @@ class Keywords:
         return arrival.address.kind if self.scope == optout_scope.CHANNEL else None
 
 
+def opts_out(kind: InboundKind, text: str, keywords: Keywords) -> bool:
+    """Whether an inbound message opts its sender out: a complaint, an unsubscribe,
+    or an opt-out word (what :func:`store_arrival` acts on)."""
+    return kind in (InboundKind.COMPLAINT, InboundKind.UNSUBSCRIBE) or is_opt_out(
+        text, keywords.opt_out
+    )
+
+
 def _words(value: str | Sequence[str]) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else list(value)
     return tuple(w.strip().upper() for w in items if str(w).strip())
@@ -85,6 +93,8 @@ class IngestReport:
     #: Chats bound to contacts by a deep link's ``/start <token>`` (not stored as replies).
     bound: int = 0
     messages: list[Message] = field(default_factory=list)
+    #: Contacts opted out by what arrived (a STOP, an unsubscribe, a complaint), and when.
+    opted_out: list[tuple[int, datetime]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,7 @@ def ingest(
     for rejected in incoming.rejected:
         quarantine.record(session, channel, rejected, now)
         report.rejected += 1
+    report.opted_out = opted_out_in(session)
     return report
 
 
@@ -254,7 +265,7 @@ def _apply_meaning(
         opt_out(session, person, now, reason="complaint")
         return
     kind = keywords.kind(arrival)
-    if arrival.kind is InboundKind.UNSUBSCRIBE or is_opt_out(message.body, keywords.opt_out):
+    if opts_out(arrival.kind, message.body, keywords):
         _processed(message, now)
         why = f"{arrival.kind.value} on {arrival.channel}"
         opt_out(session, person, now, reason=why, kind=kind)

@@ -4,9 +4,9 @@ A row is leased and marked ``sending`` (attempt counted) in one transaction
 (a claim, or the turn commit that writes it: :meth:`Dispatcher.lease_new`),
 the channel is called outside any transaction, and the result is written in
 another. A crash between the call and the write leaves the row ``sending``;
-when its lease runs out it is sent again with the same idempotency key, which
-the channel uses to recognise the duplicate. The contact's opt-out is checked
-again at delivery time, not only when the message was written.
+when its lease runs out its channel is asked what became of it before it is
+sent again (:mod:`relay.engine.outbox.doubts`). The contact's opt-out is
+checked again at delivery time, not only when the message was written.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from sqlalchemy.orm import Session
 from relay.channels.base import Outbound, batch_sender
 from relay.engine.backends import Channels
 from relay.engine.conversation import events
-from relay.engine.outbox import gate
 from relay.engine.outbox import outcomes as delivery_outcomes
+from relay.engine.outbox.confirming import confirm
+from relay.engine.outbox.doubts import Doubt, Doubts
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox.screen import Handover, Ready, Screen
 from relay.store import claims, commit_log, funnel, locked_rows
@@ -91,10 +92,37 @@ class Dispatcher:
     def deliver_due(
         self, limit: int, *, message_id: int | None = None, instance_id: str | None = None
     ) -> DeliveryReport:
-        """Send what turn commits handed over, then claim due rows and send them."""
+        """Send what turn commits handed over, then claim due rows and send them. The
+        claim also leases the messages a dead sender left, and once its sends are done
+        their channels are asked what became of them (:mod:`relay.engine.outbox.doubts`):
+        with nothing in doubt that costs the claim one statement, no transaction.
+        Only when one of them goes back to the outbox does a second claim run."""
         report = self.deliver_handed()
+        doubts = Doubts(self.relay, self.channels, self.owner)
+        asked = self._claim_and_send(limit, report, doubts, message_id, instance_id)
+        if doubts.resolve(asked, report):
+            self._claim_and_send(limit, report, None, message_id, instance_id)
+        return report
+
+    def _claim_and_send(
+        self,
+        limit: int,
+        report: DeliveryReport,
+        doubts: Doubts | None,
+        message_id: int | None,
+        instance_id: str | None,
+    ) -> list[Doubt]:
+        """One claim (taking ``doubts``' in its transaction) and its sends; returns
+        the doubts taken, for :meth:`Doubts.resolve`."""
         with self.relay.store.transaction() as session:
             now = self.relay.now()
+            asked = (
+                []
+                if doubts is None
+                else doubts.take(
+                    session, SEND_LEASE, limit, message_id=message_id, instance_id=instance_id
+                )
+            )
             batch = claims.claim_outbox(
                 session,
                 now,
@@ -112,7 +140,7 @@ class Dispatcher:
         # it (see FRESH).
         fresh = {o.message_id for o, _ in ready if held is None or o.instance_id in held}
         self._send_ready(ready, claimed, report, fresh, self.relay.now() + FRESH)
-        return report
+        return asked
 
     def lease_new(self, session: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Lease to this dispatcher the new outbox rows a turn commit is about to
@@ -301,39 +329,8 @@ class Dispatcher:
         self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """Just before the sends: is each row still ours, and may it still go?
-
-        A batch is delivered one message after another; when the channel is slow,
-        the lease on rows further down can run out and another worker claims them
-        again (its claim counts one more attempt). Those are its to send now. The
-        lease is renewed for the send itself, and the opt-out is checked again, at
-        delivery time rather than when the batch was claimed.
-        """
-        confirmed = []
-        with self.relay.store.transaction() as session:
-            ids = [o.message_id for o, _ in group]
-            # Instances first, then messages: the order every command locks in.
-            owners = sorted({o.instance_id for o, _ in group if o.instance_id})
-            claims.lock_instance_rows(session, owners)
-            locked = claims.lock_messages(session, ids)
-            facts = gate.Facts.read(session, locked.values())
-            renewed = self.relay.now() + SEND_LEASE
-            for outbound, channel_name in group:
-                message = locked.get(outbound.message_id)
-                if message is None or not claims.still_leased(
-                    message, claimed[outbound.message_id]
-                ):
-                    log.info("message %s was taken over by another worker", outbound.message_id)
-                    if outbound.instance_id:
-                        self._stalled.add(outbound.instance_id)
-                    continue
-                ruling = gate.rule(message, facts)
-                if ruling.verdict is not gate.Verdict.GO:
-                    delivery_outcomes.rule_out(session, message, ruling, report)
-                    continue
-                message.next_attempt_at = renewed
-                confirmed.append((outbound, channel_name))
-            locked_rows.write(session, locked.values())
-        return confirmed
+        (:mod:`relay.engine.outbox.confirming`)"""
+        return confirm(self.relay, group, claimed, SEND_LEASE, report, self._stalled)
 
     def _deliver(
         self, outbound: Outbound, channel_name: str, attempt: int, report: DeliveryReport

@@ -205,7 +205,8 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
 
 
 def retry(rt: Context, message_id: int) -> MessageView:
-    """Queue a failed delivery again; refused unless its conversation is live."""
+    """Queue a failed delivery, or one whose fate a crash left unknown, again;
+    refused unless its conversation is live."""
     from relay.engine.verbs import operations
 
     with rt.store.transaction() as session:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from relay.engine.runtime import Context
 from relay.engine.verbs import campaigns, ladders
-from relay.engine.verbs.new_conversation import clean_campaign
+from relay.engine.verbs.new_conversation import clean_campaign, refuse_empty
 
 
 def import_csv(
@@ -31,6 +31,7 @@ def import_csv(
     """A conversation per CSV row; the first turns are left to the daemon.
     ``on_total`` hears the row count once the file is checked; ``on_rows`` how many
     more rows were handled."""
+    refuse_empty(heartbeat, channel, agent, window)  # before any row is read
     if fallback_after is not None:  # a bad value refuses the import, not each row
         ladders.fallback_seconds(fallback_after, rt.config.settings.defaults.fallback_after)
     options = campaigns.Options(

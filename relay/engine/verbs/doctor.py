@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from relay.core.clock import isoformat
 from relay.core.states import HEARTBEAT_STATES, PAUSED_STATES, QUEUED_STATE, State, holds_slot
 from relay.engine.conversation import transitions
-from relay.store import arrivals, health, pushes, queries
+from relay.store import arrivals, doubts, health, pushes, queries
 from relay.store.models import Instance
 
 log = logging.getLogger("relay.doctor")
@@ -55,7 +55,7 @@ def notices(relay: Runtime) -> list[Finding]:
     ended, inbound from no usable address (``relay inbox`` lists them), webhooks
     ``relay serve`` stored that no daemon has taken in."""
     with relay.store.read_transaction() as session:
-        findings = _inbound_findings(session)
+        findings = _inbound_findings(session) + _fate_findings(session)
         count, oldest = pushes.backlog(session)
     if oldest is not None and relay.now() - oldest > PUSH_WAIT:
         findings.append(
@@ -66,6 +66,21 @@ def notices(relay: Runtime) -> list[Finding]:
             )
         )
     return findings
+
+
+def _fate_findings(session: Session) -> list[Finding]:
+    """Messages a crash left in the channel's hands, whose channel cannot tell whether
+    they went (:mod:`relay.engine.outbox.doubts`): a person decides."""
+    return [
+        Finding(
+            f"message {row.id}",
+            f"to {row.address} on {row.channel or 'console'} ({row.instance_id or '-'}), "
+            f"written {isoformat(row.created_at)}: {row.last_error or 'fate unknown'}; "
+            f"check with the provider, then `relay retry {row.id}` sends it again "
+            "(`[outbox] resend_unknown = true` does so for every such message)",
+        )
+        for row in doubts.unknown_fates(session)
+    ]
 
 
 def repair(relay: Runtime, *, actor: str = "doctor") -> list[Finding]:

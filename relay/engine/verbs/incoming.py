@@ -44,6 +44,8 @@ def receive(
     The text is taken as a channel takes it: longer than
     :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
     """
+    from relay.engine.contacts import settling
+    from relay.engine.contacts.optouts import opted_out_in
     from relay.engine.inbound import ingest as inbound
 
     address = address_for(rt, contact)
@@ -57,7 +59,10 @@ def receive(
             assert provider_message_id is not None
             message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
             assert message is not None
-        return MessageView.build(message, address.value)
+        view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
+    # Committed: a STOP is acknowledged once the sends under way have settled.
+    settling.settle_all(rt.store, opted_out, rt.now)
+    return view
 
 
 def ingest(
@@ -77,10 +82,11 @@ def ingest(
     ``taking``: run first in the same transaction (the daemon deletes the
     stored pushes it ingests there, so each is taken once).
     """
+    from relay.engine.contacts import settling
     from relay.store import failures
 
     try:
-        return failures.retry_conflicts(
+        report = failures.retry_conflicts(
             lambda: _ingest(rt, channel, incoming, read_from, taking, careful=False)
         )
     except Exception as exc:
@@ -89,9 +95,13 @@ def ingest(
         # One item the database refuses must not hold back the others (and
         # the position): store them one by one, that one kept aside.
         log.warning("channel %s: storing one by one after %s", channel, failures.kind(exc))
-        return failures.retry_conflicts(
+        report = failures.retry_conflicts(
             lambda: _ingest(rt, channel, incoming, read_from, taking, careful=True)
         )
+    # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
+    # complaint) is acknowledged once the sends under way have settled.
+    settling.settle_all(rt.store, report.opted_out, rt.now)
+    return report
 
 
 def _ingest(
@@ -157,6 +167,18 @@ def keywords(rt: Runtime) -> inbound.Keywords:
     optout = rt.config.settings.optout
     scope = rt.config.settings.compliance.optout_scope
     return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope)
+
+
+def opts_out(rt: Runtime, incoming: Incoming) -> bool:
+    """Whether what arrived holds an opt-out (a STOP, an unsubscribe, a complaint,
+    a receipt saying the contact opted out): ``relay serve`` ingests such a request
+    at once, answering it only once the sends under way have settled."""
+    from relay.engine.inbound import ingest as inbound
+
+    words = keywords(rt)
+    return any(r.opted_out for r in incoming.receipts) or any(
+        inbound.opts_out(m.kind, m.text, words) for m in incoming.messages
+    )
 
 
 def poll(rt: Runtime, channel: str) -> inbound.IngestReport:

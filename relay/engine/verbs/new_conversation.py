@@ -88,6 +88,20 @@ def clean_text(text: str, what: str) -> str:
     return cleaned
 
 
+#: The options :func:`refuse_empty` checks, in the order it takes them.
+REFUSED_EMPTY = (
+    "heartbeat", "channel", "agent", "window", "subject", "approval", "whatsapp-template"
+)  # fmt: skip
+
+
+def refuse_empty(*given: object) -> None:
+    """An option given empty (``--heartbeat ""``, ``--window " "``) is refused, not
+    taken as its default; ``given`` in the order of :data:`REFUSED_EMPTY`."""
+    for option, value in zip(REFUSED_EMPTY, given, strict=False):
+        if isinstance(value, str) and not value.strip():
+            raise InvalidInput(f"--{option} is empty: give a value or leave the option out")
+
+
 def checked_result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None

@@ -76,9 +76,14 @@ def _item(kind: str, message: Message, address: str) -> InboxItem:
     )
 
 
+#: What ``relay retry`` sends again.
+RETRIABLE = (MessageStatus.FAILED.value, MessageStatus.UNKNOWN.value)
+
+
 def retry(session: Session, message_id: int, now: datetime) -> MessageView:
-    """Queue a failed outbound message again (attempts from zero, due now), if its
-    conversation is still live and its contact can still be reached."""
+    """Queue a failed outbound message, or one whose fate a crash left unknown (the
+    operator allows a second hand-over), again (attempts from zero, due now), if
+    its conversation is still live and its contact can still be reached."""
     # An id no column can hold names no message (rather than an overflow error).
     message = (
         session.get(Message, message_id, with_for_update=True) if 0 < message_id < 2**63 else None
@@ -87,9 +92,10 @@ def retry(session: Session, message_id: int, now: datetime) -> MessageView:
         raise NotFound(f"no outbound message {message_id}")
     person = session.get(Contact, message.contact_id)
     assert person is not None
-    if message.status != MessageStatus.FAILED.value:
+    if message.status not in RETRIABLE:
         raise Refused(
-            f"message {message_id} is {message.status}; only a failed delivery can be retried"
+            f"message {message_id} is {message.status}; only a failed delivery or one "
+            "whose fate is unknown can be retried"
         )
     instance = (
         instance_rows.instance_by_id(session, message.instance_id) if message.instance_id else None

@@ -37,6 +37,7 @@ from relay.engine.verbs.new_conversation import (
     clean_consent,
     clean_text,
     merge_contact_fields,
+    refuse_empty,
 )
 from relay.engine.views.instances import InstanceView
 from relay.store import queries
@@ -145,7 +146,7 @@ def prepare(
     from relay.core.approval import parse_mode
     from relay.engine.verbs.program import check_meta, todo_specs
 
-    _refuse_empty(heartbeat=heartbeat, channel=channel, agent=agent)
+    refuse_empty(heartbeat, channel, agent, window, subject, approval, template_sid)
     channels = ladders.channel_list(channel or rt.config.settings.defaults.channel)
     parsed = address_for(rt, contact, backend_checks.channel_type(rt, channels[0]))
     objective, specs = clean_text(objective, "objective"), todo_specs(todos)
@@ -300,10 +301,3 @@ def _take_slot(
             actor=actor,
             reason="another conversation with this contact is live",
         )
-
-
-def _refuse_empty(**options: object) -> None:
-    """An option given empty (``--heartbeat ""``) is refused, not taken as its default."""
-    for option, given in options.items():
-        if isinstance(given, str) and not given.strip():
-            raise InvalidInput(f"--{option} is empty: give a value or leave the option out")

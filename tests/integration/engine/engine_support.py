@@ -25,6 +25,8 @@ class DyingConsole:
     inner: Any
     deaths: list[int]
     name: str = "console"
+    #: As the console it wraps (:mod:`relay.channels.fate`).
+    resend_safe: bool = True
 
     def send(self, message: Outbound) -> str:
         provider_id = self.inner.send(message)

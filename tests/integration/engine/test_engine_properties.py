@@ -52,6 +52,8 @@ class WatchingChannel:
     delivered: dict[str, int] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     name: str = "watch"
+    #: It delivers by key, so a second hand-over after a crash is safe (relay.channels.fate).
+    resend_safe: bool = True
 
     def send(self, message: Outbound) -> str:
         assert self.engine is not None

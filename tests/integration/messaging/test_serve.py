@@ -323,3 +323,27 @@ def test_a_push_without_a_provider_id_retried_is_stored_once(served: tuple[Any, 
     for _ in range(2):
         assert twilio_post(client, "/twilio/sms/inbound", form).status_code == 200
     assert inbound_count(relay) == 2
+
+
+def test_a_stop_opts_out_before_its_answer_and_a_reply_waits_for_the_daemon(
+    served: tuple[Any, Any],
+) -> None:
+    """A STOP is not left among the pushes for a daemon to take: it is ingested
+    before it is answered (so no send starts after the answer), while an ordinary
+    reply stays a stored push until a daemon takes it in."""
+    from relay.store import pushes
+
+    relay, client = served
+    client.event_hooks = {"request": [], "response": []}  # no daemon takes pushes
+
+    def waiting() -> int:
+        with relay.store.transaction() as session:
+            return pushes.backlog(session)[0]
+
+    reply = twilio_post(client, "/twilio/sms/inbound", sms("Thursday works", "SM1"))
+    assert reply.status_code == 200
+    assert (waiting(), inbound_count(relay)) == (1, 0)
+    stop = twilio_post(client, "/twilio/sms/inbound", sms("STOP", "SM2"))
+    assert stop.status_code == 200 and stop.text.endswith("<Response/>")
+    assert relay.contact(PHONE).opted_out_at is not None
+    assert (waiting(), inbound_count(relay)) == (1, 1)
