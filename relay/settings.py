@@ -314,12 +314,7 @@ class ComplianceSettings:
         "hold proactive messages on public holidays of the contact's country (needs the "
         "`holidays` package: `pip install 'relay-outreach[holidays]'`)",
     )  # fmt: skip
-    optout_scope: str = key(
-        "contact", OPTOUT_SCOPE,
-        "how far an opt-out reaches: `contact` (a no on one channel stops every channel) or "
-        "`channel` (a STOP by SMS stops SMS and WhatsApp to that number, an email unsubscribe "
-        "stops email; a spam complaint always stops the whole contact)",
-    )  # fmt: skip
+    optout_scope: str = key("contact", OPTOUT_SCOPE, "what a no stops: `contact` or `channel`")
 
 
 @dataclass(frozen=True)
