@@ -217,12 +217,12 @@ class Relay:
         """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to ``contact``."""
         return contact_verbs.contact_link(self._rt, channel, contact)
 
-    def opt_out(self, contact: str, *, reason: str = "operator") -> ContactView:
-        """Mark the contact opted out: its live conversation ends, nothing more is sent."""
-        return contact_verbs.opt_out(self._rt, contact, reason=reason)
+    def opt_out(self, contact: str, *, reason: str = "operator", **kind: str | None) -> ContactView:
+        """Opt the contact out: nothing more is sent (``channel_kind``: one kind only)."""
+        return contact_verbs.opt_out(self._rt, contact, reason=reason, **kind)
 
-    def opt_in(self, contact: str) -> ContactView:
-        return contact_verbs.opt_in(self._rt, contact)
+    def opt_in(self, contact: str, **kind: str | None) -> ContactView:
+        return contact_verbs.opt_in(self._rt, contact, **kind)
 
     def import_opt_outs(
         self, text: str, *, column: str | None = None, reason: str = "operator list"

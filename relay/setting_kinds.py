@@ -21,6 +21,7 @@ SECONDS = "seconds"  # a duration, or a number of seconds (TOML ``timeout = 60``
 TABLES = "tables"  # an array of tables (``[[notify]]``), kept as written
 BOOL = "bool"  # true or false (a ``RELAY_*`` variable: 1, true, yes or on)
 APPROVAL = "approval"  # none, first or all (relay.core.approval)
+OPTOUT_SCOPE = "optout_scope"  # contact or channel (relay.core.optout_scope)
 WINDOW = "window"  # a sending window ("mon-fri 09:00-18:00"); empty means None (any time)
 
 Kind = str | int
@@ -62,18 +63,25 @@ def _text(key: str, value: str, where: str, kind: str) -> Any:
         return value.strip() or None
     if kind == WINDOW:
         return _window(key, value, where)
-    if kind == APPROVAL:
-        from relay.core.approval import MODES
-
-        if value.strip().lower() not in MODES:
-            raise ConfigError(f"{where}: {key} must be one of {', '.join(MODES)}, not {value!r}")
-        return value.strip().lower()
+    if kind in (APPROVAL, OPTOUT_SCOPE):
+        return _choice(key, value, where, kind)
     if kind in (DURATION, SECONDS):
         try:
             return parse_duration(value)
         except InvalidInput as exc:
             raise ConfigError(f"{where}: {key}: {exc.message}") from None
     return value
+
+
+def _choice(key: str, value: str, where: str, kind: str) -> str:
+    """A key taking one of a few words (case does not matter)."""
+    from relay.core.approval import MODES
+    from relay.core.optout_scope import SCOPES
+
+    words = MODES if kind == APPROVAL else SCOPES
+    if value.strip().lower() not in words:
+        raise ConfigError(f"{where}: {key} must be one of {', '.join(words)}, not {value!r}")
+    return value.strip().lower()
 
 
 def _window(key: str, value: str, where: str) -> str | None:

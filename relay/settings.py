@@ -28,6 +28,7 @@ from relay.setting_kinds import (
     DURATION,
     NAME,
     OPTIONAL,
+    OPTOUT_SCOPE,
     SECONDS,
     TABLES,
     TEXT,
@@ -38,8 +39,8 @@ from relay.setting_kinds import (
 )
 
 __all__ = [
-    "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "SECONDS", "TABLES", "TEXT",
-    "WINDOW", "Kind", "Settings", "build_settings", "convert", "key",
+    "APPROVAL", "BOOL", "DURATION", "KEYS", "NAME", "OPTIONAL", "OPTOUT_SCOPE", "SECONDS",
+    "TABLES", "TEXT", "WINDOW", "Kind", "Settings", "build_settings", "convert", "key",
 ]  # fmt: skip
 
 
@@ -313,6 +314,7 @@ class ComplianceSettings:
         "hold proactive messages on public holidays of the contact's country (needs the "
         "`holidays` package: `pip install 'relay-outreach[holidays]'`)",
     )  # fmt: skip
+    optout_scope: str = key("contact", OPTOUT_SCOPE, "what a no stops: `contact` or `channel`")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from relay.cli import render
+from relay.cli.instance_commands import FallbackAfterOption
 from relay.cli.session import JsonOption, state
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ def import_(
     channel: ChannelOption = None,
     agent: AgentOption = None,
     window: WindowOption = None,
+    fallback_after: FallbackAfterOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Start a conversation per CSV row. Templates are checked on every row first;
@@ -91,6 +93,7 @@ def import_(
             channel=channel,
             agent=agent,
             window=window,
+            fallback_after=fallback_after,
             on_rows=on_rows,
             on_total=on_total,
         )

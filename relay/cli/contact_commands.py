@@ -34,6 +34,8 @@ def _print(view: ContactView, json_out: bool) -> None:
             ("consent", _consent(view)),
             *((f"field {k}", v) for k, v in view.fields.items()),
             ("opted out", render.when(view.opted_out_at) if view.opted_out_at else "no"),
+            *((f"opted out of {kind}", render.when(at))
+              for kind, at in view.opted_out_kinds.items()),
             *_undeliverable(view),
             ("live instance", view.live_instance),
             ("queued", ", ".join(view.queued) or "-"),
@@ -206,6 +208,15 @@ def erase(
     render.line(f"erased {done.contact}: deleted {rows}; {done.suppressed} address(es) suppressed")
 
 
+ChannelKindOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Only the contact's address of this kind: sms (its phone number, SMS and "
+        "WhatsApp), email or telegram (default: the whole contact)."
+    ),
+]
+
+
 @contact_app.command("opt-out")
 def opt_out(
     contact: Annotated[
@@ -222,9 +233,11 @@ def opt_out(
     column: Annotated[
         str | None, typer.Option(help="With --file: the CSV column holding the addresses.")
     ] = None,
+    channel_kind: ChannelKindOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Opt a contact out: end its live conversation, fail queued ones, block all delivery.
+    """Opt a contact out: end its live conversation, fail queued ones, block all delivery
+    (with --channel-kind and [compliance] optout_scope = "channel": that kind only).
 
     It returns once the sends to the contact already under way have settled (at
     most 10 s) and reports them as in_flight: nothing else reaches the contact
@@ -233,11 +246,11 @@ def opt_out(
     With --file, opt out every address of a list (idempotent: addresses already
     opted out are counted and left as they are); prints how many were added,
     already there and invalid (each invalid line with its number)."""
-    if (contact is None) == (file is None):
-        raise InvalidInput("give either a CONTACT or --file FILE")
+    if (contact is None) == (file is None) or (file and channel_kind):
+        raise InvalidInput("give either a CONTACT (with --channel-kind or not) or --file FILE")
     if file is None:
         assert contact is not None
-        _print(state.relay().opt_out(contact, reason=reason), json_out)
+        _print(state.relay().opt_out(contact, reason=reason, channel_kind=channel_kind), json_out)
         return
     if column is None and file.suffix.lower() == ".csv":
         raise InvalidInput(f"{file} is a CSV file: name its address column with --column")
@@ -258,9 +271,12 @@ def opt_out(
 
 
 @contact_app.command("opt-in")
-def opt_in(contact: ContactArg, json_out: JsonOption = False) -> None:
-    """Allow messages to a contact who opted out (they asked to hear from you again)."""
-    _print(state.relay().opt_in(contact), json_out)
+def opt_in(
+    contact: ContactArg, channel_kind: ChannelKindOption = None, json_out: JsonOption = False
+) -> None:
+    """Allow messages to a contact who opted out (they asked to hear from you again):
+    wholly, every kind of address with it, or with --channel-kind only that kind."""
+    _print(state.relay().opt_in(contact, channel_kind=channel_kind), json_out)
 
 
 @contact_app.command()

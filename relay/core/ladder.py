@@ -128,3 +128,20 @@ def after_reply(ladder: Ladder, current: str, replied_on: str) -> Rung | None:
     if replied_on == current:
         return None
     return rung_of(ladder, replied_on)
+
+
+def first_open(
+    ladder: Ladder, rung: Rung | None, own_kind: str, closed: Iterable[str]
+) -> Rung | None:
+    """``rung``, or when the contact opted out of the kind it writes to (``closed``,
+    per-channel opt-outs), the first rung below it that is open; None: none is."""
+    shut = set(closed)
+    while rung is not None and (rung.kind or own_kind) in shut:
+        rung = next_rung(ladder, rung.channel)
+    return rung
+
+
+def kind_on(ladder: Ladder, channel: str, own_kind: str) -> str:
+    """The kind of the contact's address a message on ``channel`` writes to."""
+    rung = rung_of(ladder, channel)
+    return rung.kind if rung is not None and rung.kind is not None else own_kind

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from relay.store.tables import contact_addresses as addresses
@@ -62,9 +62,62 @@ def add_own(session: Session, person: Contact, now: datetime) -> None:
 
 
 def put(session: Session, contact_id: int, kind: str, address: str, now: datetime) -> None:
-    """Make ``address`` the contact's address of its kind (replacing the one it had)."""
+    """Make ``address`` the contact's address of its kind (replacing the one it had).
+    Giving the same address again keeps its row, and so its opt-out: only a new
+    address of the kind is asked afresh."""
+    same = select(addresses.c.address).where(
+        addresses.c.contact_id == contact_id, addresses.c.kind == kind
+    )
+    if session.scalar(same) == address:
+        return
     session.execute(
         delete(addresses).where(addresses.c.contact_id == contact_id, addresses.c.kind == kind)
     )
     row = {"contact_id": contact_id, "kind": kind, "address": address, "created_at": now}
     session.execute(insert(addresses).values(**row))
+
+
+def opted_out_kinds(session: Session, contact_ids: Collection[int]) -> set[tuple[int, str]]:
+    """``{(contact id, kind)}`` opted out by kind (``[compliance] optout_scope``)."""
+    if not contact_ids:
+        return set()
+    query = select(addresses.c.contact_id, addresses.c.kind).where(
+        addresses.c.contact_id.in_(sorted(contact_ids)), addresses.c.opted_out_at.is_not(None)
+    )
+    return {(int(i), str(k)) for i, k in session.execute(query)}
+
+
+def opt_outs_of(session: Session, contact_id: int) -> dict[str, datetime]:
+    """``{kind: when}`` of the kinds the contact opted out of."""
+    query = select(addresses.c.kind, addresses.c.opted_out_at).where(
+        addresses.c.contact_id == contact_id, addresses.c.opted_out_at.is_not(None)
+    )
+    return {str(kind): at for kind, at in session.execute(query)}
+
+
+def mark_opted_out(
+    session: Session, contact_id: int, kind: str, now: datetime, reason: str
+) -> bool:
+    """Opt the contact out of its address of ``kind`` (kept if already out); False
+    if it has none of that kind (the caller then opts the whole contact out)."""
+    found = select(addresses.c.opted_out_at).where(
+        addresses.c.contact_id == contact_id, addresses.c.kind == kind
+    )
+    row = session.execute(found).first()
+    if row is None:
+        return False
+    if row[0] is None:
+        session.execute(
+            update(addresses)
+            .where(addresses.c.contact_id == contact_id, addresses.c.kind == kind)
+            .values(opted_out_at=now, opt_out_reason=reason)
+        )
+    return True
+
+
+def clear_opt_outs(session: Session, contact_id: int, kind: str | None = None) -> None:
+    """Opt the contact back in on ``kind`` (None: every kind)."""
+    query = update(addresses).where(addresses.c.contact_id == contact_id)
+    if kind is not None:
+        query = query.where(addresses.c.kind == kind)
+    session.execute(query.values(opted_out_at=None, opt_out_reason=None))

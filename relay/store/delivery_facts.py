@@ -29,6 +29,7 @@ def _contact_facts(dialect: str) -> AnySelect:
     return select(
         Contact.id,
         Contact.address,
+        Contact.kind,
         Contact.opted_out_at,
         Contact.undeliverable_reason,
         Contact.timezone,

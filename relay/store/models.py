@@ -196,6 +196,8 @@ class ContactAddress(Base):
     kind: Mapped[str]
     address: Mapped[str]
     created_at: Mapped[datetime]
+    opted_out_at: Mapped[datetime | None]
+    opt_out_reason: Mapped[str | None]
 
 
 class SendSlot(Base):

@@ -325,6 +325,10 @@ contact_addresses = Table(
     Column("kind", String(16), primary_key=True),
     Column("address", String(320), nullable=False, unique=True),
     Column("created_at", TIME, nullable=False),
+    #: ``[compliance] optout_scope = "channel"``: the contact said no on this kind
+    #: only (a STOP by SMS: the phone); every channel writing to it is refused.
+    Column("opted_out_at", TIME),
+    Column("opt_out_reason", Text),
 )
 
 #: The next free send time of one sending number (a Twilio ``from``), shared by

@@ -303,3 +303,37 @@ def test_0017_gives_every_contact_its_own_address_row_and_back(empty_store: Stor
     fields = [json.loads(f) if isinstance(f, str) else f for _, f in rows]
     assert [a for a, _ in rows] == ["+15551230001", "ana@example.com"]
     assert fields == [{"email": "cy@example.com"}, None]  # the other address is kept
+
+
+def test_0018_downgrade_widens_a_per_kind_opt_out_to_the_whole_contact(
+    empty_store: Store,
+) -> None:
+    """Going down cannot keep an opt-out of one kind of address: the contact is then
+    opted out wholly, never left reachable."""
+    migrate.upgrade(empty_store, "0018")
+    with empty_store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO contacts (address, kind, created_at, updated_at) VALUES "
+                "('+15551230001', 'phone', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), "
+                "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO contact_addresses (contact_id, kind, address, created_at, "
+                "opted_out_at, opt_out_reason) SELECT id, kind, address, created_at, "
+                "CASE WHEN kind = 'phone' THEN created_at END, "
+                "CASE WHEN kind = 'phone' THEN 'inbound on sms' END FROM contacts"
+            )
+        )
+    migrate.downgrade(empty_store, "0017")
+    with empty_store.engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT address, opt_out_reason FROM contacts ORDER BY address")
+        ).all()
+    assert [tuple(r) for r in rows] == [
+        ("+15551230001", "inbound on sms (phone only)"),
+        ("ana@example.com", None),
+    ]
+    migrate.upgrade(empty_store, "head")

@@ -57,6 +57,7 @@ EXPECTED_TYPE = {
     settings.DURATION: timedelta,
     settings.SECONDS: timedelta,
     settings.APPROVAL: str,
+    settings.OPTOUT_SCOPE: str,
 }
 
 

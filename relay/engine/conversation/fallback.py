@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from relay.core import ladder
 from relay.core.states import LADDER_STATES, State
 from relay.engine.conversation import events
-from relay.store import commit_log, ladder_rows
+from relay.store import commit_log, contact_addresses, ladder_rows
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message
 
@@ -51,6 +51,7 @@ def after_failure(
     if person is not None and (person.undeliverable_at or person.opted_out_at):
         return False  # the contact's mark stops every channel: a person looks at it
     rung = ladder.after_failure(rungs, instance.channel, message.channel)
+    rung = _open(session, rungs, rung, person)
     if rung is None:
         return False
     old = _move(session, instance, rung, reason, now, actor)
@@ -84,6 +85,9 @@ def after_silence(session: Session, instance: InstanceFields, now: datetime) -> 
     rung = ladder.after_silence(rungs, instance.channel, went_out, replied, now, wait)
     if rung is None:
         return False
+    rung = _open(session, rungs, rung, session.get(Contact, instance.contact_id))
+    if rung is None:
+        return False
     silent = int((now - max(went_out or now, replied or went_out or now)).total_seconds())
     reason = f"no answer on {instance.channel} for {silent}s"
     _move(session, instance, rung, reason, now, "heartbeat")
@@ -96,10 +100,39 @@ def after_reply(session: Session, instance: InstanceFields, channel: str, now: d
     if not rungs:
         return False
     rung = ladder.after_reply(rungs, instance.channel, channel)
-    if rung is None:
-        return False
+    person = session.get(Contact, instance.contact_id)
+    if rung is None or _open(session, rungs, rung, person) != rung:
+        return False  # not to a kind the contact opted out of: written to there, never
     _move(session, instance, rung, f"the contact wrote on {channel}", now, "contact")
     return True
+
+
+def leave_kind(
+    session: Session, instance: InstanceFields, person: Contact, kind: str, now: datetime
+) -> bool:
+    """The contact opted out of ``kind`` only: True if the conversation goes on without
+    it (it does not write there, or it moved to the next open rung, its queued
+    messages with it); False if nothing is left (it ends, as after an opt-out)."""
+    rungs = ladder.from_json(instance.ladder)
+    if ladder.kind_on(rungs, instance.channel, person.kind) != kind:
+        return True
+    if State(instance.state).terminal:
+        return False
+    rung = _open(session, rungs, ladder.next_rung(rungs, instance.channel), person)
+    if rung is None:
+        return False
+    _move(session, instance, rung, f"the contact opted out of {kind}", now, "contact")
+    return True
+
+
+def _open(
+    session: Session, rungs: ladder.Ladder, rung: ladder.Rung | None, person: Contact | None
+) -> ladder.Rung | None:
+    """``rung``, or the first open one below it (per-channel opt-outs)."""
+    if rung is None or person is None:
+        return rung
+    closed = {kind for _, kind in contact_addresses.opted_out_kinds(session, [person.id])}
+    return ladder.first_open(rungs, rung, person.kind, closed)
 
 
 def _move(

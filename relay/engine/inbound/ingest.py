@@ -20,19 +20,20 @@ from functools import partial
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Inbound, Incoming, Receipt
+from relay.core import optout_scope
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine.contacts import chat_links, unsubscribe
+from relay.engine.contacts import chat_links, optouts, unsubscribe
 from relay.engine.contacts.addresses import Address
 from relay.engine.contacts.bounce_marks import (
     DEFAULT_SOFT_BOUNCES,
     SoftBounces,
     record_bounce,
 )
-from relay.engine.contacts.optouts import opt_in, opt_out, opted_out_in
+from relay.engine.contacts.optouts import opt_out, opted_out_in
 from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, funnel, queries
@@ -41,14 +42,24 @@ from relay.store.models import Contact, InboundReject, Instance, Message
 log = logging.getLogger("relay.inbound")
 
 
+Words = str | Sequence[str]
+
+
 @dataclass(frozen=True)
 class Keywords:
     opt_out: tuple[str, ...] = OPT_OUT_WORDS
     opt_in: tuple[str, ...] = OPT_IN_WORDS
+    #: ``[compliance] optout_scope``: ``channel``: a STOP stops the kind of address
+    #: it came from only (:mod:`relay.core.optout_scope`).
+    scope: str = optout_scope.CONTACT
 
     @classmethod
-    def from_config(cls, out: str | Sequence[str], into: str | Sequence[str]) -> Keywords:
-        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS)
+    def from_config(cls, out: Words, into: Words, scope: str) -> Keywords:
+        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope)
+
+    def kind(self, arrival: Arrival) -> str | None:
+        """The kind an opt-out said in ``arrival`` stops (None: the whole contact)."""
+        return arrival.address.kind if self.scope == optout_scope.CHANNEL else None
 
 
 def opts_out(kind: InboundKind, text: str, keywords: Keywords) -> bool:
@@ -187,9 +198,7 @@ def store_arrival(
             session, arrival.channel, arrival.provider_message_id
         )
         if stored is not None:
-            if arrival.kind is InboundKind.UNSUBSCRIBE:
-                pid, channel = arrival.provider_message_id, arrival.channel
-                unsubscribe.used_again(session, stored.contact_id, pid, channel, now, opt_out)
+            _seen_again(session, stored, arrival, now, keywords)
             return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
@@ -230,6 +239,16 @@ def store_arrival(
     return message
 
 
+def _seen_again(
+    session: Session, stored: Message, arrival: Arrival, now: datetime, keywords: Keywords
+) -> None:
+    """A message stored already: a one-click unsubscribe used again opts out again."""
+    if arrival.kind is InboundKind.UNSUBSCRIBE and arrival.provider_message_id:
+        pid, channel = arrival.provider_message_id, arrival.channel
+        scoped = partial(opt_out, kind=keywords.kind(arrival))
+        unsubscribe.used_again(session, stored.contact_id, pid, channel, now, scoped)
+
+
 def _apply_meaning(
     session: Session,
     person: Contact,
@@ -240,13 +259,16 @@ def _apply_meaning(
     keywords: Keywords,
 ) -> None:
     if arrival.kind is InboundKind.COMPLAINT:
-        # An abuse report (ARF) naming the contact: never a reply, always an opt-out.
+        # An abuse report (ARF) naming the contact: never a reply, always an opt-out
+        # of the whole contact, whatever the scope.
         _processed(message, now)
         opt_out(session, person, now, reason="complaint")
         return
+    kind = keywords.kind(arrival)
     if opts_out(arrival.kind, message.body, keywords):
         _processed(message, now)
-        opt_out(session, person, now, reason=f"{arrival.kind.value} on {arrival.channel}")
+        why = f"{arrival.kind.value} on {arrival.channel}"
+        opt_out(session, person, now, reason=why, kind=kind)
         return
     if arrival.kind is InboundKind.AUTO_REPLY:
         # Never answered (no mail loops), never a reply (the follow-up count stays).
@@ -254,9 +276,9 @@ def _apply_meaning(
         if instance is not None and arrival.resume_at is not None and arrival.resume_at > now:
             _pause_until(session, instance, arrival.resume_at, now)
         return
-    if person.opted_out_at is not None and is_opt_in(message.body, keywords.opt_in):
+    if optouts.has_opted_out(session, person, kind) and is_opt_in(message.body, keywords.opt_in):
         _processed(message, now)
-        opt_in(person, now)
+        optouts.opt_back_in(session, person, kind, now)
         return
     if instance is not None:
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote

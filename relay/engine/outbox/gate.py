@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import RelayError
-from relay.core.ladder import from_json, rung_of
+from relay.core.ladder import from_json, kind_on, rung_of
 from relay.core.states import State, delivers
 from relay.core.values import MessageStatus
 from relay.engine.conversation import policy
@@ -66,6 +66,14 @@ class Facts:
     #: The addresses of contacts whose conversation has a channel ladder:
     #: ``{(contact id, kind): address}`` (see ``contact_addresses``).
     addresses: dict[tuple[int, str], str] = field(default_factory=dict)
+    #: ``{(contact id, kind)}`` the contact opted out of alone (per-channel scope).
+    closed: set[tuple[int, str]] = field(default_factory=set)
+
+    def kind(self, channel: str, contact_id: int, instance_id: str | None) -> str:
+        """The kind of the contact's address a message on ``channel`` writes to."""
+        instance = self.instances.get(instance_id or "")
+        rungs = from_json(instance.ladder) if instance is not None else ()
+        return kind_on(rungs, channel, str(self.contacts[contact_id].kind))
 
     def address(self, channel: str, contact_id: int, instance_id: str | None = None) -> str:
         """Where the message goes on ``channel``: the contact's bound chat there, if
@@ -103,6 +111,7 @@ class Facts:
             last_inbound,
             aliases.addresses_for(session, pairs),
             contact_addresses.of_contacts(session, laddered),
+            contact_addresses.opted_out_kinds(session, contact_ids),
         )
 
 
@@ -114,6 +123,9 @@ def rule(message: MessageFields, facts: Facts) -> Ruling:
     contact = facts.contacts.get(message.contact_id)
     if contact is not None and contact.opted_out_at is not None:
         return Ruling(Verdict.BLOCK, "contact opted out")
+    closed = _closed_kind(message, facts) if contact is not None else None
+    if closed is not None:
+        return Ruling(Verdict.BLOCK, f"contact opted out of {closed}")
     if contact is not None and contact.undeliverable_reason:
         return Ruling(Verdict.FAIL, f"address undeliverable: {contact.undeliverable_reason}")
     instance = facts.instances.get(message.instance_id or "")
@@ -128,6 +140,14 @@ def rule(message: MessageFields, facts: Facts) -> Ruling:
     if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
         return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")
     return GO
+
+
+def _closed_kind(message: MessageFields, facts: Facts) -> str | None:
+    """The kind of address the message writes to, if the contact opted out of it alone."""
+    if not facts.closed:
+        return None
+    kind = facts.kind(message.channel or "console", message.contact_id, message.instance_id)
+    return kind if (message.contact_id, kind) in facts.closed else None
 
 
 def window_opens(

@@ -211,6 +211,7 @@ class Options:
     channel: str | None = None
     agent: str | None = None
     window: str | None = None
+    fallback_after: str | None = None  # the silence before a ladder moves down
 
 
 def plan(
@@ -267,7 +268,8 @@ def _plan_row(
             check_timezone(zone)
         others = ladders.row_addresses(rt, columns, column)
         consent = clean_consent(admission.consent_of(columns))
-        spec, problem = ladders.settle_row(rt, replace(spec, addresses=others), checked)
+        spec = replace(spec, addresses=others)
+        spec, problem = ladders.settle_row(rt, spec, checked, options.fallback_after)
     except RelayError as exc:
         return _reason(exc, columns[column])
     if problem:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from relay.config import Config
-from relay.core.errors import RelayError
+from relay.core.errors import InvalidInput, RelayError
 from relay.engine.contacts import book as contacts
 from relay.engine.contacts.addresses import address_for, normalise
 from relay.engine.conversation import audit
@@ -68,6 +68,7 @@ def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView
         fields=dict(person.fields or {}),
         undeliverable=_mark(session, person),
         addresses=contact_addresses.of_contact(session, person.id),
+        opted_out_kinds=contact_addresses.opt_outs_of(session, person.id),
         consent=person.consent,
         consent_at=person.consent_at,
         legal_hours=_legal_hours(rt.config, person),
@@ -112,31 +113,58 @@ def deliverable(rt: Context, contact: str) -> ContactView:
         return _contact_view(rt, session, person)
 
 
-def opt_out(rt: Context, contact: str, *, reason: str = "operator") -> ContactView:
-    """Mark the contact opted out: its live conversation ends, nothing more is sent."""
+def opt_out(
+    rt: Context, contact: str, *, reason: str = "operator", channel_kind: str | None = None
+) -> ContactView:
+    """Mark the contact opted out: its live conversation ends, nothing more is sent.
+    ``channel_kind`` (sms, email, telegram): only the contact's address of that kind,
+    which needs ``[compliance] optout_scope = "channel"`` (exit 2 otherwise)."""
     from relay.engine.contacts import optouts, settling
 
+    kind = _scoped_kind(rt, channel_kind)
     address = normalise(rt, contact)
     with rt.store.transaction() as session:
         person = _contact(rt, session, address, create=True)
         now = rt.now()
-        optouts.opt_out(session, person, now, reason=f"operator: {reason}")
-        _audit_contact(rt, session, "opt-out", address, reason=reason)
+        optouts.opt_out(session, person, now, reason=f"operator: {reason}", kind=kind)
+        _audit_contact(rt, session, "opt-out", address, reason=reason, **_kind_arg(kind))
         view, contact_id = _contact_view(rt, session, person), person.id
     # Committed: wait for the sends already under way, and say how many there were.
     in_flight = settling.settle(rt.store, contact_id, now, rt.now)
     return replace(view, in_flight=in_flight)
 
 
-def opt_in(rt: Context, contact: str) -> ContactView:
+def opt_in(rt: Context, contact: str, *, channel_kind: str | None = None) -> ContactView:
+    """Opt the contact back in: wholly (every kind with it), or ``channel_kind`` only."""
+    from relay.core.optout_scope import kind_for_flag
     from relay.engine.contacts import optouts
 
+    kind = kind_for_flag(channel_kind) if channel_kind is not None else None
     address = normalise(rt, contact)
     with rt.store.transaction() as session:
         person = _contact(rt, session, address, create=False)
-        optouts.opt_in(person, rt.now())
-        _audit_contact(rt, session, "opt-in", address)
+        optouts.opt_in(person, rt.now(), session=session, kind=kind)
+        _audit_contact(rt, session, "opt-in", address, **_kind_arg(kind))
         return _contact_view(rt, session, person)
+
+
+def _kind_arg(kind: str | None) -> dict[str, str]:
+    return {"kind": kind} if kind is not None else {}
+
+
+def _scoped_kind(rt: Context, channel_kind: str | None) -> str | None:
+    """The kind ``--channel-kind`` names; refused unless opt-outs are per channel."""
+    from relay.core.optout_scope import CHANNEL, kind_for_flag
+
+    if channel_kind is None:
+        return None
+    kind = kind_for_flag(channel_kind)
+    if rt.config.settings.compliance.optout_scope != CHANNEL:
+        raise InvalidInput(
+            '--channel-kind needs [compliance] optout_scope = "channel" '
+            "(with the default scope, an opt-out stops every channel)"
+        )
+    return kind
 
 
 def set_contact(

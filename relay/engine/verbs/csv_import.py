@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from relay.engine.runtime import Context
-from relay.engine.verbs import campaigns
+from relay.engine.verbs import campaigns, ladders
 from relay.engine.verbs.new_conversation import clean_campaign, refuse_empty
 
 
@@ -24,6 +24,7 @@ def import_csv(
     channel: str | None = None,
     agent: str | None = None,
     window: str | None = None,
+    fallback_after: str | None = None,
     on_rows: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> campaigns.ImportReport:
@@ -31,9 +32,11 @@ def import_csv(
     ``on_total`` hears the row count once the file is checked; ``on_rows`` how many
     more rows were handled."""
     refuse_empty(heartbeat, channel, agent, window)  # before any row is read
+    if fallback_after is not None:  # a bad value refuses the import, not each row
+        ladders.fallback_seconds(fallback_after, rt.config.settings.defaults.fallback_after)
     options = campaigns.Options(
         objective, tuple(todos), clean_campaign(campaign), heartbeat, max_followups, channel,
-        agent, window,
+        agent, window, fallback_after,
     )  # fmt: skip
     rows = campaigns.read_rows(Path(path))
     planned = campaigns.plan(rt, rows, options)

@@ -165,7 +165,8 @@ def keywords(rt: Runtime) -> inbound.Keywords:
     from relay.engine.inbound import ingest as inbound
 
     optout = rt.config.settings.optout
-    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords)
+    scope = rt.config.settings.compliance.optout_scope
+    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope)
 
 
 def opts_out(rt: Runtime, incoming: Incoming) -> bool:

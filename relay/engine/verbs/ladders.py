@@ -73,11 +73,11 @@ def settle(
             backend_checks.check_backends(rt, name, spec.agent, spec.window)
             if checked is not None:
                 checked[(name, spec.agent)] = None
-    addresses = _addresses(rt.store, spec)
+    addresses, closed = _addresses(rt.store, spec)
     reaches: list[tuple[str, str | None]] = []
-    problems: list[str] = []
+    problems: list[str] = [f"the contact opted out of {kind}" for kind in sorted(closed)]
     for name in names:
-        found = _reach(rt, name, addresses)
+        found = _reach(rt, name, [(k, a) for k, a in addresses if k not in closed])
         if isinstance(found, str):
             reaches.append((name, found))
         else:
@@ -104,16 +104,18 @@ def _reach(rt: Context, channel: str, addresses: Sequence[tuple[str, str]]) -> s
     return problems
 
 
-def _addresses(store: Store, spec: NewConversation) -> list[tuple[str, str]]:
+def _addresses(store: Store, spec: NewConversation) -> tuple[list[tuple[str, str]], set[str]]:
     """``(kind, address)`` of the contact: the one named first, then its others (held,
-    then given with the spec), one per kind."""
+    then given with the spec), one per kind; and the kinds it opted out of alone
+    (a ladder skips them, :mod:`relay.core.optout_scope`)."""
     found = {kind_of(spec.address): spec.address}
     with store.read_transaction() as session:
         person = queries.contact_by_address(session, spec.address)
         held = contact_addresses.of_contact(session, person.id) if person is not None else {}
+        closed = set(contact_addresses.opt_outs_of(session, person.id)) if person else set()
     for kind, address in (*sorted(held.items(), key=_kind_order), *spec.addresses):
         found.setdefault(kind, address)
-    return list(found.items())
+    return list(found.items()), closed
 
 
 def _kind_order(item: tuple[str, str]) -> int:
@@ -138,13 +140,17 @@ def row_addresses(
 
 
 def settle_row(
-    rt: Context, spec: NewConversation, checked: dict[tuple[str, str], None]
+    rt: Context,
+    spec: NewConversation,
+    checked: dict[tuple[str, str], None],
+    fallback_after: str | timedelta | None = None,
 ) -> tuple[NewConversation, str | None]:
     """An import row's spec settled (:func:`settle`) when it has a ladder or other
     addresses; else as before ladders: its channel checked once per import, and
-    why it cannot reach the contact's address (None: it can)."""
+    why it cannot reach the contact's address (None: it can). ``fallback_after``:
+    as for :func:`settle` (``relay import --fallback-after``)."""
     if len(spec.channels) > 1 or spec.addresses:
-        return settle(rt, spec, checked=checked), None
+        return settle(rt, spec, checked=checked, fallback_after=fallback_after), None
     if (spec.channel, spec.agent) not in checked:
         backend_checks.check_backends(rt, spec.channel, spec.agent, spec.window)
         checked[(spec.channel, spec.agent)] = None

@@ -341,6 +341,9 @@ class ContactView:
     undeliverable: UndeliverableMark | None = None
     #: Every address of the contact by kind, its own among them.
     addresses: dict[str, str] = field(default_factory=dict)
+    #: The kinds of address the contact opted out of alone, and when
+    #: (``[compliance] optout_scope = "channel"``).
+    opted_out_kinds: dict[str, datetime] = field(default_factory=dict)
     #: Where and when the contact consented, as given, and when relay recorded it.
     consent: str | None = None
     consent_at: datetime | None = None
@@ -360,6 +363,7 @@ class ContactView:
             "legal_hours": self.legal_hours,
             "opted_out": self.opted_out_at is not None,
             "opted_out_at": isoformat(self.opted_out_at),
+            "opted_out_kinds": {k: isoformat(at) for k, at in sorted(self.opted_out_kinds.items())},
             "undeliverable": mark is not None,
             "undeliverable_at": isoformat(mark.at) if mark else None,
             "undeliverable_reason": mark.reason if mark else None,

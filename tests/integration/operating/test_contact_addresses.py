@@ -123,3 +123,42 @@ def test_start_with_a_ladder_and_fallback_after(laddered: Any) -> None:
 
     with pytest.raises(InvalidInput, match="fallback-after"):
         laddered.start(PHONE, "x", ["y"], channel="email,sms", fallback_after="0s")
+
+
+def test_contact_opt_out_by_channel_kind_and_back(cli: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "scoped.toml"  # not the relay.toml the default run would find
+    config.write_text('[compliance]\noptout_scope = "channel"\n', encoding="utf-8")
+    env = {"RELAY_CONFIG": str(config)}
+    ok(cli("contact", "set", PHONE, "--email", "ana@example.com", env=env))
+    data = valid(
+        "contact",
+        ok(cli("contact", "opt-out", PHONE, "--channel-kind", "sms", "--json", env=env)).json(),
+    )
+    assert not data["opted_out"] and list(data["opted_out_kinds"]) == ["phone"]
+    assert "opted out of phone" in ok(cli("contact", "show", PHONE, env=env)).stdout
+    ok(cli("start", "ana@example.com", "-o", "x", "-t", "y", "--channel", "console", env=env))
+    back = ok(cli("contact", "opt-in", PHONE, "--channel-kind", "sms", "--json", env=env)).json()
+    assert back["opted_out_kinds"] == {}
+    refused = cli("contact", "opt-out", PHONE, "--channel-kind", "fax", env=env)
+    assert refused.exit_code == 2 and refused.stderr.startswith("relay: error: --channel-kind")
+    default = cli("contact", "opt-out", PHONE, "--channel-kind", "sms")
+    assert default.exit_code == 2 and "optout_scope" in default.stderr
+
+
+def test_import_takes_fallback_after(laddered: Any, tmp_path: Path) -> None:
+    path = tmp_path / "people.csv"
+    path.write_text('contact,email,channels\n+1 555 123 0001,ana@example.com,"sms,email"\n')
+    report = laddered.import_csv(path, "Confirm", ["Which day?"], fallback_after="12h")
+    [row] = report.rows
+    assert laddered.get(row.instance_id).channels == ("sms", "email")
+    from sqlalchemy import select
+
+    from relay.store.models import Instance
+
+    with laddered.store.transaction() as session:
+        query = select(Instance.fallback_seconds).where(Instance.id == row.instance_id)
+        assert session.scalar(query) == 12 * 3600
+    from relay.core.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="fallback-after"):
+        laddered.import_csv(path, "Again", ["Which day?"], fallback_after="soon")
