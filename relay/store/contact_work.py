@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import State
@@ -56,34 +56,21 @@ def lock_unfinished(session: Session, contact_id: int) -> Sequence[Instance]:
 def unsettled_to(session: Session, contact_id: int, now: datetime) -> int:
     """Outbound to the contact claimed by a live lease (``sending``, lease not run
     out): a dispatcher may be handing it to a channel right now."""
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Message)
-            .where(
-                Message.contact_id == contact_id,
-                Message.direction == Direction.OUTBOUND.value,
-                Message.status == MessageStatus.SENDING.value,
-                Message.next_attempt_at > now,
-            )
-        )
-        or 0
-    )
+    sending = Message.status == MessageStatus.SENDING.value
+    return _outbound_count(session, contact_id, sending & (Message.next_attempt_at > now))
 
 
 def handed_over_to(session: Session, contact_id: int, since: datetime) -> int:
     """Outbound to the contact still ``sending``, or recorded sent at or after ``since``."""
     sending = Message.status == MessageStatus.SENDING.value
     sent = (Message.status == MessageStatus.SENT.value) & (Message.sent_at >= since)
-    return int(
-        session.scalar(
-            select(func.count())
-            .select_from(Message)
-            .where(
-                Message.contact_id == contact_id,
-                Message.direction == Direction.OUTBOUND.value,
-                sending | sent,
-            )
-        )
-        or 0
+    return _outbound_count(session, contact_id, sending | sent)
+
+
+def _outbound_count(session: Session, contact_id: int, which: ColumnElement[bool]) -> int:
+    query = select(func.count()).where(
+        Message.contact_id == contact_id,
+        Message.direction == Direction.OUTBOUND.value,
+        which,
     )
+    return int(session.scalar(query.select_from(Message)) or 0)
