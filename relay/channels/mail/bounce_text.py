@@ -90,7 +90,8 @@ def _error_lines(body: str) -> str:
             r"unknown|not exist|no such|quota|full|blocked|spam|denied|rejected|refused|"
             r"invalid|disabled|suspended|expired|timed? ?out|too (large|big)|exceed|"
             r"not found|(couldn't|could not|cannot) be found|unrout\w*able|no mx\b|"
-            r"не существует|нет такого|переполнен|error|failed|unavailable|unable",
+            r"не существует|нет такого|переполнен|error|failed|unavailable|unable|"
+            r"no smtp service|null mx",
             stripped,
             re.I,
         ):
@@ -206,6 +207,10 @@ def _collect(part: Message, texts: list[str]) -> None:
             for inner in payload:
                 if isinstance(inner, Message):
                     _collect(inner, texts)
+        return
+    if part.get_content_maintype() == "multipart":
+        # A boundary the body never uses: the parser keeps the body as one text.
+        texts.append(str(part.get_payload()))
         return
     if kind in {"text/plain", "text/html"} or part.get_content_maintype() == "text":
         text = decoded(part)

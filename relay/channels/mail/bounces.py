@@ -88,6 +88,12 @@ _DELAY = re.compile(
     r"(will|would) try (again|to deliver)",
     re.I,
 )
+#: A mail system saying the address itself failed, in words no out-of-office uses.
+_FAILED_ADDRESS = re.compile(
+    r"no such (user|mailbox|recipient|address)|user unknown|unknown (user|recipient)|"
+    r"not a valid (user|recipient|mailbox)|invalid (user|recipient) address",
+    re.I,
+)
 _GAVE_UP = re.compile(
     r"permanent|gave up|giving up|given up|failed|could not be delivered|"
     r"will not be (retried|delivered)|has been (returned|bounced)|undeliverable",
@@ -147,7 +153,8 @@ def looks_like_bounce(mail: Message) -> bool:
     if _BOUNCE_SUBJECTS.search(subject) or _MACHINE_SUBJECTS.search(subject):
         return True
     # A mailer daemon returning a message is a bounce, in whatever language it explains it.
-    return said or coded or (_has_original(mail) and _DAEMON_LOCAL.match(_from(mail)) is not None)
+    returned = _has_original(mail) and _DAEMON_LOCAL.match(_from(mail)) is not None
+    return said or coded or returned or bool(_FAILED_ADDRESS.search(body))
 
 
 def _has_original(mail: Message) -> bool:
