@@ -117,8 +117,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
     ),
     (
         BounceReason.HOST_UNKNOWN,
-        r"host (or domain name )?(not found|unknown)|unknown host|host [\w.-]+\.[a-z]{2,} not found|"
-        r"indicated no smtp service|"
+        r"host (or domain name )?(not found|unknown)|unknown host|"
+        r"host [\w.-]+\.[a-z]{2,} not found|indicated no smtp service|"
         r"domain (name )?(not found|unknown|"
         r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
         r"host not found|name or service not known|nxdomain|"
@@ -165,7 +165,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"undeliverable for \d+|unable to deliver .* (for|within) \d+|"
         r"delivery (has been )?delayed|still (trying|retrying)|"
         r"will (continue|keep) (trying|to try)|"
-        r"connection (refused|timed out|lost|reset)|malformed or unexpected|malformed name|servfail|"
+        r"connection (refused|timed out|lost|reset)|servfail|"
+        r"malformed or unexpected|malformed name|"  # a domain's broken DNS: its admin can fix it
         r"temporary failure in name resolution|could not connect|"
         r"unable to connect|no route to host|network (error|is unreachable)|dns (error|failure)|"
         r"lookup of .* (failed|responded)",

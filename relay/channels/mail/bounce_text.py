@@ -201,16 +201,14 @@ def _collect(part: Message, texts: list[str]) -> None:
     kind = part.get_content_type()
     if kind in {"message/rfc822", "text/rfc822-headers", "message/delivery-status"}:
         return
-    if part.is_multipart():
-        payload = part.get_payload()
-        if isinstance(payload, list):
-            for inner in payload:
-                if isinstance(inner, Message):
-                    _collect(inner, texts)
-        return
     if part.get_content_maintype() == "multipart":
-        # A boundary the body never uses: the parser keeps the body as one text.
-        texts.append(str(part.get_payload()))
+        payload = part.get_payload()
+        if not isinstance(payload, list):
+            texts.append(str(payload))  # a boundary the body never uses: the body is one text
+            return
+        for inner in payload:
+            if isinstance(inner, Message):
+                _collect(inner, texts)
         return
     if kind in {"text/plain", "text/html"} or part.get_content_maintype() == "text":
         text = decoded(part)
