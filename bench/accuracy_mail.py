@@ -137,7 +137,9 @@ def figures(items: list[tuple[Sample, dict[str, object]]]) -> list[tuple[str, st
                      and not g["opt_out"])
         rows.append(("complaints and delivery reports reaching the agent", str(leaked), "0"))
         complaints = [(s, g) for s, g in reports if s.truth == "complaint"]
-        opted = sum(1 for _, g in complaints if g["kind"] == "complaint" and g["opt_out"])
+        # An unsubscribe sent by the contact's mail client (sisimai files it as feedback,
+        # "opt-out") opts out as a reply; an abuse report opts out as a complaint.
+        opted = sum(1 for _, g in complaints if g["opt_out"])
         rows.append(("complaints opting the contact out", _ratio(opted, len(complaints)), "all"))
     auto = [(s, g) for s, g in items if s.truth == "auto_reply"]
     said_auto = [(s, g) for s, g in items if g["kind"] == "auto_reply"]

@@ -28,7 +28,7 @@ _ORIGINAL_STARTS = re.compile(
     r"^.*(below this line is a copy|(here|this) is a copy of|copy of the message, including|"
     r"copy of (the|your) (original )?message (follows|below|is (attached|below|included))|"
     r"original message "
-    r"(follows|headers)|message headers follow|returned message|unsent message below|"
+    r"(follows|headers)|message headers follow|(?<!attached )returned message|unsent message below|"
     r"undelivered message|-{3,} ?(original message|message header|header of the original)|"
     r"included is a copy|headers of your message|your message reads|"
     r"^received: from|^return-path:).*$",
