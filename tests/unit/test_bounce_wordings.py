@@ -73,3 +73,16 @@ def test_a_report_whose_mime_boundary_never_occurs_is_read_as_text() -> None:
     bounce = read_mail(raw).bounce
     assert bounce is not None and bounce.permanent
     assert bounce.recipients == ("ana@b.example",)
+
+
+@pytest.mark.parametrize(
+    "subject", ["Ausencia de la oficina", "Ausente de la oficina: Oferta", "Assente dall'ufficio"]
+)
+def test_out_of_office_subjects_named_by_a_longer_phrase(subject: str) -> None:
+    raw = f"From: a@b.example\nTo: s@ours.example\nSubject: {subject}\n\nGracias.\n".encode()
+    assert read_mail(raw).kind is MailKind.AUTO_REPLY
+
+
+def test_a_subject_that_only_starts_like_one_is_a_reply() -> None:
+    raw = b"From: a@b.example\nTo: s@ours.example\nSubject: Re: Ausencia de lluvia\n\nSi.\n"
+    assert read_mail(raw).kind is MailKind.REPLY

@@ -53,14 +53,15 @@ _SUBJECTS = re.compile(
     r"r(?:é|e)ponse automatique|absence(?: du bureau)?|absent(?:e)?(?: du bureau)?|en cong(?:é|e)|"
     r"en vacances|message d'absence|"
     # Spanish
-    r"respuesta autom(?:á|a)tica|fuera de (?:la )?oficina|ausente|ausencia|de vacaciones|"
+    r"respuesta autom(?:á|a)tica|fuera de (?:la )?oficina|(?:ausente|ausencia) de (?:la )?oficina|"
+    r"ausente|ausencia|de vacaciones|"
     r"mensaje autom(?:á|a)tico|"
     # Portuguese
     r"resposta autom(?:á|a)tica|fora do escrit(?:ó|o)rio|ausente do escrit(?:ó|o)rio|"
     r"de f(?:é|e)rias|"
     r"aus(?:ê|e)ncia|mensagem autom(?:á|a)tica|"
     # Italian
-    r"risposta automatica|fuori (?:sede|ufficio)|assente|in ferie|assenza|"
+    r"risposta automatica|fuori (?:sede|ufficio)|assente dall'ufficio|assente|in ferie|assenza|"
     # Dutch
     r"automatisch antwoord|afwezigheids(?:bericht|melding)|afwezig|niet aanwezig|met vakantie|"
     r"buiten kantoor|"
