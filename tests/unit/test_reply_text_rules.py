@@ -38,3 +38,25 @@ def test_an_attribution_wrapped_right_after_a_sentence_with_an_at_mention() -> N
 def test_ukrainian_attribution() -> None:
     body = 'Дякую ще раз.\n\n30 серп. 2016 р. 20:45 "Sam" <sam@ours.example> пише:\n\n> Привіт\n'  # noqa: RUF001
     assert new_part(body) == "Дякую ще раз."
+
+
+def test_a_banner_with_arrows_both_ways_is_not_a_quote() -> None:
+    body = "Call us today.\n>>> https://www.example.com <<<\nThe link is above.\n"
+    assert new_part(body) == body.strip()
+
+
+def test_a_quoted_line_is_still_a_quote() -> None:
+    assert new_part("Yes, Tuesday.\n\n> Can we meet Tuesday? <b>\n") == "Yes, Tuesday."
+
+
+def test_every_split_keeps_the_new_text() -> None:
+    """bench/accuracy_text.py per split (dev, held-out, unseen): new text kept >= 0.98."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench import accuracy_text
+
+    for split, (total, passed, kept) in accuracy_text.reply_scores().items():
+        assert kept / total >= 0.98, split
+        assert passed / total >= 0.95, split

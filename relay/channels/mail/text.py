@@ -35,7 +35,8 @@ LANGUAGES = (
     "ru", "uk", "vi", "tr", "zh", "ja",
 )  # fmt: skip
 
-_QUOTED = re.compile(r"^\s*>")
+#: A quote marker, unless the line is a banner with arrows both ways (">>> link <<<").
+_QUOTED = re.compile(r"^\s*>(?!.*<<<\s*$)")
 _SIGNATURE = re.compile(r"^\s*--\s*$|^\s*__\s*$")
 #: Words that end an attribution line, in the languages above.
 _WROTE = (
