@@ -237,6 +237,12 @@ def by_wording(text: str) -> BounceReason | None:
     return None
 
 
+def says_nothing(text: str) -> bool:
+    """The server's answer names no reason ("554 Service unavailable"), and is no local
+    program's failure: other lines of the report may say more."""
+    return by_wording(text) is None and not _LOCAL_PROGRAM.search(text)
+
+
 def by_status(status: str | None) -> BounceReason | None:
     """The reason an enhanced status code names (RFC 3463), or None for a generic one."""
     if not status:

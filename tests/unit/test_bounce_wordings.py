@@ -86,3 +86,19 @@ def test_out_of_office_subjects_named_by_a_longer_phrase(subject: str) -> None:
 def test_a_subject_that_only_starts_like_one_is_a_reply() -> None:
     raw = b"From: a@b.example\nTo: s@ours.example\nSubject: Re: Ausencia de lluvia\n\nSi.\n"
     assert read_mail(raw).kind is MailKind.REPLY
+
+
+def test_an_answer_that_names_no_reason_is_read_with_the_lines_above_it() -> None:
+    raw = (
+        b"Return-Path: <>\nFrom: Mail Delivery Subsystem <MAILER-DAEMON@mx.b.example>\n"
+        b"To: bounces@ours.example\nSubject: Returned mail: Service unavailable\n\n"
+        b"   ----- The following addresses had permanent fatal errors -----\n<ana@b.example>\n\n"
+        b"   ----- Transcript of session follows -----\n"
+        b"mail.local: unknown user: ana\n554 <ana@b.example>... Service unavailable\n"
+    )
+    bounce = read_mail(raw).bounce
+    assert bounce is not None and bounce.reason is R.USER_UNKNOWN and bounce.permanent
+
+
+def test_a_local_program_failure_stays_a_mailer_error() -> None:
+    assert classify("5.1.1", "x-unix; /usr/bin/procmail: exit 67 user unknown") is R.OTHER

@@ -80,6 +80,12 @@ def _first_answer(report: str) -> str:
     return " ".join(taken)
 
 
+def error_lines(body: str) -> str:
+    """The report part's lines with error words (before the copy of the original)."""
+    report = _ORIGINAL_STARTS.split(body, maxsplit=1)[0] if body else ""
+    return _BOILERPLATE.sub(" ", _error_lines(report))
+
+
 def _error_lines(body: str) -> str:
     lines = []
     for line in body.splitlines():

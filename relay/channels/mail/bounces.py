@@ -32,7 +32,7 @@ from relay.channels.mail.bounce_text import (
     text_recipients,
     unique,
 )
-from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status
+from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status, says_nothing
 from relay.core.smtp_steps import refused_at
 
 _DAEMON_LOCAL = re.compile(
@@ -225,6 +225,8 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     wording = diagnostic or error_text(body) or str(mail.get("Subject", ""))
     reason = classify(status, wording, smtp_code=_smtp_code(diagnostic or body),
                       command=refused_at(f"{diagnostic}\n{body}"))
+    if reason is BounceReason.OTHER and says_nothing(wording):
+        reason = _from_report_lines(status, body, reason)
     return _failure(mail, status, reason, addresses, diagnostic or error_text(body))
 
 
@@ -296,7 +298,18 @@ def _from_text(mail: Message) -> Bounce:
     wording = detail or body[:2000] or subject
     reason = classify(status, wording, smtp_code=_smtp_code(detail or body),
                       command=refused_at(body))
+    if reason is BounceReason.OTHER and says_nothing(wording):
+        reason = _from_report_lines(status, body, reason)
     return _failure(mail, status, reason, text_recipients(mail, body), detail)
+
+
+def _from_report_lines(status: str | None, body: str, reason: BounceReason) -> BounceReason:
+    """When the server's answer names no reason ("554 Service unavailable"), the report's
+    other error lines may (a local delivery agent's "unknown user" just above it)."""
+    from relay.channels.mail.bounce_text import error_lines
+
+    lines = error_lines(body)
+    return classify(status, lines, command=refused_at(body)) if lines else reason
 
 
 def _without_delay_words(text: str) -> str:
