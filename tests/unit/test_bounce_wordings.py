@@ -102,3 +102,23 @@ def test_an_answer_that_names_no_reason_is_read_with_the_lines_above_it() -> Non
 
 def test_a_local_program_failure_stays_a_mailer_error() -> None:
     assert classify("5.1.1", "x-unix; /usr/bin/procmail: exit 67 user unknown") is R.OTHER
+
+
+@pytest.mark.parametrize(
+    ("subject", "kind"),
+    [
+        # under a reply prefix, an everyday word is the thread's topic
+        ("Re: Holiday - special offer", MailKind.REPLY),
+        ("AW: Urlaub", MailKind.REPLY),
+        ("Re: Semester", MailKind.REPLY),
+        # ... while a notice's phrase still counts
+        ("RE: Automatic reply: Offer", MailKind.AUTO_REPLY),
+        ("Re: Abwesenheitsnotiz: Angebot", MailKind.AUTO_REPLY),
+        ("Re: Away message", MailKind.AUTO_REPLY),
+        # and without a prefix the word is the notice itself
+        ("Holiday - back 5 January", MailKind.AUTO_REPLY),
+    ],
+)
+def test_absence_words_in_reply_subjects(subject: str, kind: MailKind) -> None:
+    raw = f"From: a@b.example\nTo: s@ours.example\nSubject: {subject}\n\nOk.\n".encode()
+    assert read_mail(raw).kind is kind

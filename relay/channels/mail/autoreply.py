@@ -77,6 +77,17 @@ _SUBJECTS = re.compile(
 )
 
 
+#: Subject words that name an absence but are also everyday topics of a thread.
+_TOPIC_WORDS = re.compile(
+    r"^\s*(?:on\s+)?(?:vacation|holidays?|annual\s+leave|leave|away|abwesend|abwesenheit|"
+    r"urlaub(?:sbedingt)?|absence|absente?|en\s+cong(?:é|e)|en\s+vacances|ausente|ausencia|"
+    r"de\s+vacaciones|aus(?:ê|e)ncia|de\s+f(?:é|e)rias|assente|in\s+ferie|assenza|afwezig|"
+    r"niet\s+aanwezig|met\s+vakantie|ledig|(?:på\s+)?semester|fr(?:å|a)nvaro)\b"
+    r"(?!\s*(?:auto-?)?(?:reply|response|notice|message|notification|nachricht|notiz|meddelande))",
+    re.IGNORECASE,
+)
+
+
 def is_auto_reply(mail: Message) -> bool:
     """True when a machine sent this mail on the contact's behalf."""
     auto_submitted = str(mail.get("Auto-Submitted", "")).strip().lower()
@@ -91,12 +102,22 @@ def is_auto_reply(mail: Message) -> bool:
     # Exchange marks what it generates (out-of-office included) with X-Auto-Response-Suppress;
     # X-MS-Exchange-Inbox-Rules-Loop alone is also on mail a rule merely forwarded.
     suppress = str(mail.get("X-Auto-Response-Suppress", "")).strip().lower()
-    if suppress and (_SUPPRESSED.search(suppress) or _SUBJECTS.match(_unprefixed(_subject(mail)))):
+    if suppress and (_SUPPRESSED.search(suppress) or _says_away(_subject(mail))):
         return True
     for header, pattern in _VENDOR_VALUES:
         if pattern.search(str(mail.get(header, ""))):
             return True
-    return bool(_SUBJECTS.match(_unprefixed(_subject(mail))))
+    return _says_away(_subject(mail))
+
+
+def _says_away(subject: str) -> bool:
+    """The subject is an out-of-office's. Under a reply prefix ("Re: Holiday - offer"),
+    a word that is also an everyday topic (holiday, leave, Urlaub, semester...) is the
+    thread's subject, not a notice: only a phrase such as "Automatic reply" counts."""
+    bare = _unprefixed(subject)
+    if not _SUBJECTS.match(bare):
+        return False
+    return bare == subject.strip() or not _TOPIC_WORDS.match(bare)
 
 
 def _subject(mail: Message) -> str:
