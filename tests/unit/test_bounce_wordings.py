@@ -1,5 +1,6 @@
-"""Bounce wordings found while measuring relay on a corpus it had not seen (issue 26),
-written here in our own words: each line is a kind of answer real servers give.
+"""Bounce and auto-reply wordings found while measuring relay on corpora it had not seen
+(issue 26), written here in our own words: each line is a kind of mail real servers and
+people send.
 
 The corpus itself (Mail::DeliveryStatus::BounceParser's test mails) is not committed;
 docs/channels.md "## Accuracy" gives its figures and how to rerun them."""
