@@ -13,7 +13,8 @@ reason) are counted as labelled; a second row counts them as argued, so both
 figures are visible. ``RELAY_MAIL_CORPORA`` (folders separated by ``:``) adds
 corpora that are not committed: each folder holds mails and a ``labels.json``
 ``{file: {"kind": reply|bounce|delay|auto_reply|complaint|delivery_report,
-"dead": true|false|null}}``; their figures are shown apart, per folder.
+"dead": true|false|null, "feedback_type": "abuse" (complaints, optional)}}``;
+their figures are shown apart, per folder.
 
     .venv/bin/python bench/text_accuracy.py        # every accuracy_*.py module
     .venv/bin/python bench/accuracy_mail.py -v     # this one, with every miss
@@ -48,6 +49,8 @@ class Sample:
     argued: bool | None = None
     #: A corpus given by RELAY_MAIL_CORPORA: shown apart, like the held-out set.
     unseen: str = ""
+    #: For a feedback report: its Feedback-Type as the label gives it (sisimai's "other").
+    feedback_type: str = ""
 
 
 def samples() -> list[Sample]:
@@ -59,8 +62,10 @@ def samples() -> list[Sample]:
         truth = NOT_BOUNCES.get(reason, "bounce")
         dead = records[0]["hard_bounce"] if truth == "bounce" else False
         argued = disputed[name]["dead"] if name in disputed else None
+        feedback = str(records[0].get("other") or "") if reason == "feedback" else ""
         found.append(Sample("sisimai", name, (DATA / "sisimai" / name).read_bytes(), truth, dead,
-                            held_out=name.startswith("rhost-"), argued=argued))
+                            held_out=name.startswith("rhost-"), argued=argued,
+                            feedback_type=feedback))
     labels = json.loads((DATA / "flufl" / "labels.json").read_text())
     for name, label in sorted(labels.items()):
         truth = "delay" if label["temporary"] else "bounce"
@@ -83,7 +88,8 @@ def unseen_samples() -> list[Sample]:
         labels = json.loads((path / "labels.json").read_text())
         for name, label in sorted(labels.items()):
             found.append(Sample(path.name, name, (path / name).read_bytes(), label["kind"],
-                                label.get("dead"), unseen=path.name))
+                                label.get("dead"), unseen=path.name,
+                                feedback_type=label.get("feedback_type", "")))
     return found
 
 
@@ -136,11 +142,20 @@ def figures(items: list[tuple[Sample, dict[str, object]]]) -> list[tuple[str, st
         leaked = sum(1 for _, g in reports if g["kind"] in {"reply", "auto_reply"}
                      and not g["opt_out"])
         rows.append(("complaints and delivery reports reaching the agent", str(leaked), "0"))
-        complaints = [(s, g) for s, g in reports if s.truth == "complaint"]
+        # DMARC/SPF/DKIM failure reports (Feedback-Type: auth-failure, RFC 6591) and
+        # "not spam" reports are feedback, but nobody asked to stop.
+        neutral = {"auth-failure", "dmarc", "not-spam"}
+        complaints = [(s, g) for s, g in reports
+                      if s.truth == "complaint" and s.feedback_type not in neutral]
         # An unsubscribe sent by the contact's mail client (sisimai files it as feedback,
         # "opt-out") opts out as a reply; an abuse report opts out as a complaint.
         opted = sum(1 for _, g in complaints if g["opt_out"])
         rows.append(("complaints opting the contact out", _ratio(opted, len(complaints)), "all"))
+        failures = [(s, g) for s, g in reports if s.feedback_type in neutral]
+        if failures:
+            wrong = sum(1 for _, g in failures if g["opt_out"])
+            rows.append(("authentication-failure reports opting the contact out",
+                         f"{wrong} of {len(failures)}", "0"))
     auto = [(s, g) for s, g in items if s.truth == "auto_reply"]
     said_auto = [(s, g) for s, g in items if g["kind"] == "auto_reply"]
     if auto or said_auto:
