@@ -70,7 +70,11 @@ _SUBJECTS = re.compile(
     r"inte p(?:å|a) kontoret|ledig|"
     # Polish, Russian, Chinese, Japanese
     r"odpowied(?:ź|z) automatyczna|poza biurem|автоответ|автоматический ответ|"
-    r"自动回复|自動応答|自動返信"
+    r"自动回复|自動応答|自動返信|"
+    # Outlook's "Automatic reply" in other languages it ships in
+    r"automaattinen vastaus|automatick(?:á|a) odpov(?:ě|e)(?:ď|d)|automatikus v(?:á|a)lasz|"
+    r"otomatik yan(?:ı|i)t|automatski odgovor|r(?:ă|a)spuns automat|"  # noqa: RUF001
+    r"αυτόματη απάντηση|автоматична відповідь|自動回覆|자동\s?회신"  # noqa: RUF001
     r")(?=\s*(?:[:\-\u2013(\[,|/]|$|until|till|through|from|on|bis|vom|ab|jusqu|du|hasta|del|desde|"
     r"at(?:é|e)|fino|dal|tot|van|till|fr(?:å|a)n|t\.?o\.?m|\d)))",
     re.IGNORECASE,
