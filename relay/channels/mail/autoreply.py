@@ -74,7 +74,7 @@ _SUBJECTS = re.compile(
     # Outlook's "Automatic reply" in other languages it ships in
     r"automaattinen vastaus|automatick(?:á|a) odpov(?:ě|e)(?:ď|d)|automatikus v(?:á|a)lasz|"
     r"otomatik yan(?:ı|i)t|automatski odgovor|r(?:ă|a)spuns automat|"  # noqa: RUF001
-    r"αυτόματη απάντηση|автоматична відповідь|自動回覆|자동\s?회신"  # noqa: RUF001
+    r"αυτόματη απάντηση|автоматична відповідь|自動回覆|자동\s?회신"
     r")(?=\s*(?:[:\-\u2013(\[,|/]|$|until|till|through|from|on|bis|vom|ab|jusqu|du|hasta|del|desde|"
     r"at(?:é|e)|fino|dal|tot|van|till|fr(?:å|a)n|t\.?o\.?m|\d)))",
     re.IGNORECASE,
