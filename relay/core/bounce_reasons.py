@@ -95,7 +95,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"over ?quota|quota (exceeded|exceed|full)|exceeded (the )?(storage|quota)|"
         r"insufficient (disk |system )?(space|storage)|not enough (space|storage)|"
         r"mailbox size limit|(too|over) (much|large) (mail|data)|"
-        r"ящик переполнен|превышен",
+        r"ящик переполнен|превышен|メールボックスが一杯|容量(?:を)?超過",
     ),
     (
         BounceReason.TOO_BIG,

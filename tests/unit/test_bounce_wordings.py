@@ -123,3 +123,17 @@ def test_a_local_program_failure_stays_a_mailer_error() -> None:
 def test_absence_words_in_reply_subjects(subject: str, kind: MailKind) -> None:
     raw = f"From: a@b.example\nTo: s@ours.example\nSubject: {subject}\n\nOk.\n".encode()
     assert read_mail(raw).kind is kind
+
+
+def test_a_japanese_mail_error_notice_is_a_bounce() -> None:
+    raw = (
+        "From: no-reply@mail.carrier.example\nTo: sam@ours.example\n"
+        "Subject: メールエラー通知\nMIME-Version: 1.0\n"
+        'Content-Type: multipart/mixed; boundary="J"\n\n'
+        "--J\nContent-Type: text/plain; charset=utf-8\n\n"
+        "送信先のメールボックスが一杯のため、送信できませんでした。\n"
+        "--J\nContent-Type: message/rfc822\n\n"
+        "From: sam@ours.example\nTo: ana@carrier.example\nMessage-Id: <m1@relay>\n\nhello\n--J--\n"
+    ).encode()
+    bounce = read_mail(raw).bounce
+    assert bounce is not None and bounce.reason is R.MAILBOX_FULL and not bounce.permanent

@@ -127,6 +127,12 @@ PINNED = [
     # "554 ... Service unavailable" says nothing; the local agent's "unknown user" above does
     ('sisimai/rfc3464-06.eml', 'bounce',
      'user_unknown', True, '5.5.0', ['kijitora@example.net'], None, False),
+    # a Japanese carrier's "mail error notice": the mailbox is full
+    ('sisimai/lhost-kddi-01.eml', 'bounce',
+     'mailbox_full', False, None, ['kijitora@x0000000000000.dion.ne.jp'], None, False),
+    # a postmaster's "automatic bounce notification" sisimai files under "not" (disputed)
+    ('sisimai/not-rb-issue-368-bug.eml', 'bounce',
+     'mailbox_full', False, None, ['xxxx@yyyyyy.net'], None, False),
     # a MIME boundary the body never uses: read as one text
     ('sisimai/rhost-google-02.eml', 'bounce',
      'user_unknown', True, '5.1.1', ['neko-nyaan@example.org'], None, False),

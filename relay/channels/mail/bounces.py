@@ -54,7 +54,8 @@ _BOUNCE_SUBJECTS = re.compile(
     r"delivery (to the following|failure)|non[- ]?delivery|nondeliverable|"
     r"unzustellbar|nicht zustellbar|non remis|non recapitabile|no se puede entregar|"
     r"no entregado|não entregue|onbestelbaar|kan inte levereras|"
-    r"не доставлено|недоставлен|unable to deliver|message (not|could not be) delivered|"
+    r"не доставлено|недоставлен|メールエラー|配信エラー|エラー通知|不達|"
+    r"unable to deliver|message (not|could not be) delivered|"
     r"delayed mail|delivery (is )?delayed|warning: could not send|"
     r"mail could not be delivered|error sending message|rejected|bounced?",
     re.I,
@@ -76,7 +77,8 @@ _BOUNCE_BODY = re.compile(
     r"(has|have) not (yet )?been delivered|delivery (attempts?|is) (delayed|will continue)|"
     r"will (continue|keep) (to try|trying)|still (trying|retrying)|"
     r"returned to (the )?sender|transcript of session|"
-    r"не может быть доставлено|не удалось доставить|no se ha podido entregar|"
+    r"не может быть доставлено|не удалось доставить|送信できませんでした|配信できませんでした|"
+    r"no se ha podido entregar|"
     r"konnte nicht zugestellt|n'a pas pu être remis|non è stato possibile",
     re.I,
 )
