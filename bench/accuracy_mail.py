@@ -13,7 +13,8 @@ reason) are counted as labelled; a second row counts them as argued, so both
 figures are visible. ``RELAY_MAIL_CORPORA`` (folders separated by ``:``) adds
 corpora that are not committed: each folder holds mails and a ``labels.json``
 ``{file: {"kind": reply|bounce|delay|auto_reply|complaint|delivery_report,
-"dead": true|false|null, "feedback_type": "abuse" (complaints, optional)}}``;
+"dead": true|false|null, "recipients": [...] and "feedback_type": "abuse" (both
+optional)}}``;
 their figures are shown apart, per folder.
 
     .venv/bin/python bench/text_accuracy.py        # every accuracy_*.py module
@@ -88,8 +89,8 @@ def unseen_samples() -> list[Sample]:
         labels = json.loads((path / "labels.json").read_text())
         for name, label in sorted(labels.items()):
             found.append(Sample(path.name, name, (path / name).read_bytes(), label["kind"],
-                                label.get("dead"), unseen=path.name,
-                                feedback_type=label.get("feedback_type", "")))
+                                label.get("dead"), recipients=label.get("recipients", []),
+                                unseen=path.name, feedback_type=label.get("feedback_type", "")))
     return found
 
 
