@@ -81,17 +81,6 @@ _SUBJECTS = re.compile(
 )
 
 
-#: Subject words that name an absence but are also everyday topics of a thread.
-_TOPIC_WORDS = re.compile(
-    r"^\s*(?:on\s+)?(?:vacation|holidays?|annual\s+leave|leave|away|abwesend|abwesenheit|"
-    r"urlaub(?:sbedingt)?|absence|absente?|en\s+cong(?:é|e)|en\s+vacances|ausente|ausencia|"
-    r"de\s+vacaciones|aus(?:ê|e)ncia|de\s+f(?:é|e)rias|assente|in\s+ferie|assenza|afwezig|"
-    r"niet\s+aanwezig|met\s+vakantie|ledig|(?:på\s+)?semester|fr(?:å|a)nvaro)\b"
-    r"(?!\s*(?:auto-?)?(?:reply|response|notice|message|notification|nachricht|notiz|meddelande))",
-    re.IGNORECASE,
-)
-
-
 def is_auto_reply(mail: Message) -> bool:
     """True when a machine sent this mail on the contact's behalf."""
     auto_submitted = str(mail.get("Auto-Submitted", "")).strip().lower()
@@ -115,13 +104,14 @@ def is_auto_reply(mail: Message) -> bool:
 
 
 def _says_away(subject: str) -> bool:
-    """The subject is an out-of-office's. Under a reply prefix ("Re: Holiday - offer"),
-    a word that is also an everyday topic (holiday, leave, Urlaub, semester...) is the
-    thread's subject, not a notice: only a phrase such as "Automatic reply" counts."""
+    """The subject is an out-of-office's. Autoresponders put their phrase first
+    ("Automatic reply: Re: Offer"); under a reply prefix ("Re: Out of office",
+    "AW: Automatische Antwort: Angebot") a person is answering one, or writing
+    about an absence: only the headers can make that mail an auto-reply."""
     bare = _unprefixed(subject)
     if not _SUBJECTS.match(bare):
         return False
-    return bare == subject.strip() or not _TOPIC_WORDS.match(bare)
+    return bare == subject.strip()
 
 
 def _subject(mail: Message) -> str:
@@ -138,10 +128,13 @@ def _unprefixed(subject: str) -> str:
 #: The words that introduce a date in an out-of-office, per language: "until" names the
 #: last day away, "back" the day of return. The language of the cue is the language the
 #: date is read in (its month names, its relative words).
+#: The words between "away from" and "to": never across another cue ("out of office
+#: through 4/15 with no access to email").
+_SPAN = r"(?:(?!\b(?:through|thru|until|till)\b).){0,30}?"
 _CUES: dict[str, tuple[str, str]] = {
     "en": (
-        r"until|till|til|through|thru|up to|to|away from .{0,30}? to|out .{0,30}? to|"
-        r"out of (?:the )?office (?:on|from)? ?.{0,30}? (?:to|until)",
+        rf"until|till|til|through|thru|up to|to|away from {_SPAN} to|out {_SPAN} to|"
+        rf"out of (?:the )?office (?:on|from)? ?{_SPAN} (?:to|until)",
         r"back|return(?:ing|s)?|in the office|in office|available again|reachable again",
     ),
     "de": (
@@ -282,10 +275,31 @@ _LEADING = re.compile(
 )
 
 
+#: A numeric day and month without a year ("3.11.", "15/01", "4/15"): dateparser may
+#: read "3.11" as a time of day.
+_DAY_MONTH = re.compile(r"^(\d{1,2})[./](\d{1,2})\.?(?![\d/]|\.\d|\s*(?:am|pm|uhr|h)\b)", re.I)
+
+
+def _numeric(segment: str, today: date, order: str) -> date | None:
+    found = _DAY_MONTH.match(segment.strip())
+    if not found:
+        return None
+    first, second = int(found.group(1)), int(found.group(2))
+    month, day = (first, second) if order == "MDY" else (second, first)
+    try:
+        moment = date(today.year, month, day)
+    except ValueError:
+        return None
+    return moment if moment > today else _next_year(moment, today, found.group())
+
+
 def _search(segment: str, language: str, received: datetime, order: str) -> date | None:
     from dateparser.search import search_dates  # heavy: imported only for an auto-reply
 
     base = received.replace(tzinfo=None)
+    numeric = _numeric(segment, base.date(), order)
+    if numeric is not None:
+        return numeric
     settings = {
         "RELATIVE_BASE": base,
         "PREFER_DATES_FROM": "future",
