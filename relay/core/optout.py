@@ -30,7 +30,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from relay.core.optout_phrases import NOT_BEFORE, PHRASES, REASON, STOP_PHRASES
+from relay.core.optout_phrases import NEGATED, NOT_BEFORE, PHRASES, REASON, STOP_PHRASES
 
 #: Carrier keywords (CTIA): exact on SMS, and the whole message anywhere.
 OPT_OUT_WORDS = ("STOP", "STOPALL", "UNSUBSCRIBE", "END", "QUIT", "CANCEL", "REVOKE", "OPTOUT")
@@ -99,7 +99,9 @@ def _says_opt_out(sentence: str) -> bool:
         for match in pattern.finditer(sentence):
             if not NOT_BEFORE.search(sentence[: match.start()]):
                 return True
-    return bool(_PHRASE_RE.search(sentence))
+    return any(
+        not NEGATED.search(sentence[: match.start()]) for match in _PHRASE_RE.finditer(sentence)
+    )
 
 
 def is_opt_out(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:

@@ -16,7 +16,16 @@ import re
 REASON = re.compile(
     r"\b(?:not\s+interested|wrong\s+(?:number|person)|(?:this\s+is\s+)?spam|never\s+signed\s+up"
     r"|no\s+thanks|no\s+me\s+interesa|nao\s+tenho\s+interesse|pas\s+interesse|kein\s+interesse"
-    r"|non\s+mi\s+interessa|geen\s+interesse|numero\s+equivocado|numero\s+errado|falsche\s+nummer)\b"
+    r"|non\s+mi\s+interessa|geen\s+interesse|numero\s+equivocado|numero\s+errado|falsche\s+nummer"
+    r"|ca\s+(?:ne\s+)?m'interesse\s+pas|mauvais\s+numero|numero\s+sbagliato|verkeerd\s+nummer"
+    # "Stop it. I don't know you", "I never gave you my number, stop", "Please stop. I've asked"
+    r"|(?:i\s+)?don'?t\s+know\s+(?:you|u)|never\s+gave\s+(?:you|u)\s+my\s+(?:number|email|address)"
+    r"|(?:i'?ve|i\s+have|i)\s+(?:already\s+)?asked)\b"
+)
+#: A negation right before a wording turns it around ("Don't remove me from the list",
+#: "No me borren de la lista", "Non toglietemi dalla lista").
+NEGATED = re.compile(
+    r"\b(?:don'?t|do\s+not|never|no|nao|non|ne|niet|nicht)\s+(?:me\s+|mi\s+|m'|nos\s+)?$"
 )
 
 #: Verbs of sending and contacting, as they follow "stop" in English.
@@ -35,19 +44,30 @@ STOP_PHRASES = [
     rf"\b(?:stop|quit|cease)\s+(?:{_EN_SENDING})"
     rf"(?=\s*$|\s+(?:to\s+)?(?:me|us)\b|\s+(?:these|those|the|your|this|any|all|such)?\s*(?:{_EN_THINGS})\b)",
     # es: dejen de enviarme / deja de escribirme
-    r"\b(?:dej|par)(?:en|a|e|ad)\s+de\s+(?:enviar|escribir|mandar|contactar|llamar|molestar|textear)"
-    r"(?:me|nos)\b",
+    r"\b(?:dej|par)(?:en|a|e|ad|ar)\s+de\s+(?:enviar|escribir|mandar|contactar|llamar|molestar|textear"
+    r"|acosar)(?:me|nos)?\b",
     # pt: parem de me enviar mensagens / pare de me mandar
-    r"\bpar(?:e|em|ar)\s+de\s+(?:me\s+)?(?:enviar|mandar|contatar|ligar|escrever|perturbar)\b",
+    r"\b(?:par|deix)(?:e|em|ar|a)\s+de\s+(?:me\s+)?(?:enviar|mandar|contatar|contactar|ligar|escrever"
+    r"|perturbar|incomodar|chamar)\b",
+    r"\b(?:parar|deixar)\s+de\s+receber\s+(?:\w+\s+)?(?:mensagens|emails|e-mails|sms|msgs?|newsletters?)",
     # fr: arrêtez de m'envoyer
-    r"\barret(?:ez|e|er)\s+de\s+m'?\s*(?:envoyer|ecrire|contacter|appeler|spammer|harceler)",
+    r"\b(?:arret|cess)(?:ez|e|er)\s+(?:de\s+|d')\s*(?:m'|me\s+|nous\s+)?\s*(?:envoyer|ecrire|contacter"
+    r"|appeler|spammer|harceler|relancer|solliciter|deranger)",
+    r"\barret(?:ez|e|er)\s+(?:les|vos|ces|tous\s+ces)\s+(?:messages|mails|e-mails|emails|sms|envois"
+    r"|relances|appels)\b",
     # de: hören Sie auf, mir zu schreiben
-    r"\bhor(?:en\s+sie|t)?\s+auf\s*,?\s+(?:mir|mich)\s+(?:\w+\s+){0,3}zu\s+"
-    r"(?:schreiben|schicken|senden|mailen|kontaktieren|nerven)",
+    r"\b(?:hor(?:en|t)?\s+(?:sie\s+|ihr\s+)?(?:endlich\s+|bitte\s+)?auf|aufhor\w*)\s*,?\s+"
+    r"(?:\w+\s+){0,4}zu\s+(?:schreiben|schicken|senden|mailen|kontaktieren|nerven|belastigen|simsen"
+    r"|anrufen)",
+    r"\bhor(?:en|t)?\s+(?:sie\s+|ihr\s+)?(?:endlich\s+|bitte\s+)?auf\s+mit\s+(?:den\s+|diesen\s+"
+    r"|ihren\s+|euren\s+|dem\s+)?(?:nachrichten|mails|e-mails|sms|anrufen|werbung|spam|mist)",
     # it: smettete di scrivermi
-    r"\bsmett\w*\s+di\s+(?:scriver|contattar|mandar|inviar|chiamar|disturbar)mi\b",
+    r"\bsmett\w*\s+di\s+(?:scriver|contattar|mandar|inviar|chiamar|disturbar|spammar)(?:mi|ci|e)\b",
     # nl: stop met mailen
-    r"\bstop\s+met\s+(?:mailen|sms'?en|appen|bellen|berichten|het\s+sturen|sturen|mij\s+te)",
+    r"\b(?:stop|stoppen|stopt|hou|houd|houdt|kap|kappen)\s+(?:nu\s+|eens\s+|aub\s+)?(?:op\s+)?met\s+"
+    r"(?:(?:me|mij|ons)\s+te\s+)?(?:mailen|e-mailen|sms'?en|appen|bellen|spammen|het\s+sturen|sturen"
+    r"|(?:die\s+|deze\s+|jullie\s+|je\s+|uw\s+)?(?:berichten|mails|e-mails|sms'?jes|spam|appjes"
+    r"|telefoontjes|nieuwsbrieven))\b",
     # unsubscribe / opt out (the words themselves, not "unsubscribed")
     r"\b(?:unsubscribe|optout)\b",
 ]
@@ -74,22 +94,39 @@ PHRASES = [
     rf"\b(?:don'?t|do\s+not|no\s+longer)\s+(?:want|wish|need|like)\s+(?:to\s+)?(?:receive|get)\s+"
     rf"(?:\w+\s+){{0,2}}(?:{_EN_THINGS}|communications?|newsletters?)\b",
     r"\bcease\s+(?:all\s+)?(?:communications?|contact)\b",
+    r"\bopt\s+(?:me|us)\s+out\b|\btake\s+(?:me|us)\s+off\s*(?:please|pls|thanks|now)?\s*$",
+    # "I'll report this as spam if you don't stop emailing me"
+    r"\bif\s+(?:you|u)\s+(?:don'?t|do\s+not)\s+stop\b",
+    r"\b(?:do\s+not|don'?t|never)\s+(?:ever\s+)?(?:contact|text|txt|message|msg|email|e-mail|mail|call"
+    r"|reach\s+out\s+to|write\s+to)\s+(?:me|us|this\s+(?:number|email|address|phone))\s+(?:\w+\s+)?"
+    r"(?:again|anymore|any\s+more|ever)\b",
     # es
-    r"\b(?:dame|denme|darme|darnos|den|dar)\s+de\s+baja\b",
+    r"\b(?:dame|denme|darme|darnos|den|dar|doy|dan)\s+de\s+baja\b",
     r"\bno\s+(?:me|nos)\s+(?:vuelva[ns]?\s+a\s+)?(?:escrib|envi|mand|contact|llam|molest|text)\w*+"
-    r"(?!\s+(?:antes|despues|hasta|por\s+la|en\s+la|a\s+las|hoy|ahora|manana|el)\b)",
+    r"(?!\s+(?:antes|despues|hasta|por\s+la|en\s+la|a\s+las|hoy|ahora|manana|el|a\s+est[eao]|aqui"
+    r"|por\s+aqui)\b)",
+    r"\bno\s+vuelva[ns]?\s+a\s+(?:escrib|envi|mand|contact|llam|molest)\w*(?:me|nos)\b",
+    r"\bno\s+(?:quiero|deseo|queremos)\s+que\s+(?:me|nos)\s+(?:escrib|envi|mand|contact|llam|molest)",
+    r"\bno\s+(?:enviar|mandar)\s+mas\s+(?:mensajes|correos|emails|sms|publicidad)\b",
+    r"\b(?:ya\s+)?basta\s+(?:ya\s+)?de\s+(?:mensajes|correos|emails|llamadas|sms|spam|publicidad)\b",
     r"\b(?:elimin|borr|quit|sac|saq|remuev|retir|tir|remov|exclu)\w*\s+(?:(?:me|nos|mi|meu|o\s+meu|minha)"
     r"\s+(?:\w+\s+)?)?(?:de|del|da|do|dessa|desta)\s+(?:\w+\s+)?(?:lista|listas|base|cadastro"
     r"|contactos|contatos)\b",
-    r"\b(?:elimin|borr)\w*\s+mi\s+(?:numero|correo|email|contacto|telefono)\b",
-    r"\bno\s+quiero\s+(?:recibir\s+)?(?:mas|ningun)\b",
+    r"\b(?:elimin|borr)\w*\s+(?:mis\s+datos|mi\s+(?:numero|correo|email|contacto|telefono))\b",
+    r"\bno\s+(?:quiero|deseo|queremos)\s+(?:recibir\s+)?(?:mas|ningun)\b",
     r"\bno\s+mas\s+(?:mensajes|correos|emails|llamadas|sms)\b",
     r"\bcancelar\s+(?:la\s+|mi\s+|a\s+|minha\s+)?(?:suscripcion|subscripcion|inscricao|subscricao"
     r"|assinatura)\b",
-    r"\bdesuscrib\w*|\bdescadastr\w*",
+    # not the past ("Me descadastrei sem querer")
+    r"\bdesuscrib(?!i\b|io\b|imos\b)\w*|\bdescadastr(?!ei\b|ou\b|amos\b|aram\b|ado\b)\w*",
     r"\bdej(?:en|a|ad)?me\s+en\s+paz\b|\bdejenme\s+tranquil",
     # pt
-    r"\bnao\s+(?:me\s+)?(?:envi|mand|contat|lig|escrev|perturb)\w*\s+mais\b",
+    r"\bnao\s+(?:me\s+)?(?:envi|mand|contat|contact|lig|escrev|perturb|incomod|cham)\w*\s+"
+    r"(?:mais|novamente|de\s+novo)\b",
+    r"\bnao\s+quero\s+(?:mais\s+)?(?:ser\s+)?(?:contatad|contactad|incomodad|chamad)",
+    r"\bsair\s+da\s+(?:sua\s+|vossa\s+|minha\s+)?lista\b|\bcancelar\s+o\s+recebimento\b",
+    r"\b(?:exclu|remov|apag|delet|retir|tir)\w*\s+(?:o\s+|os\s+)?(?:meu|meus|minha)\s+(?:numero|contato"
+    r"|contacto|email|e-mail|cadastro|telefone|dados)\b",
     r"\bnao\s+(?:me\s+)?(?:envi|mand)\w*\s+(?:mais\s+)?mensage",
     r"\bnao\s+(?:entre|entrem)\s+mais\s+em\s+contato\b",
     r"\bnao\s+quero\s+(?:mais\s+)?receber\b",
@@ -100,10 +137,15 @@ PHRASES = [
     # fr
     r"\bdesabonnement\b|\bdesinscription\b|\bdesabonner\b|\bdesinscrire\b|\bdesabonnez\b"
     r"|\bdesinscrivez\b",
-    r"\bne\s+(?:m'|me\s+)\s*(?:envoy|ecriv|contact|appel|ecri|envoi)\w*\s+plus\b",
-    r"\b(?:retirez|supprimez|enlevez|effacez|retire|supprime|enleve|rayez)[-\s]?(?:moi\b|mon\s+"
-    r"(?:numero|adresse|email|contact)|mes\s+coordonnees)",
-    r"\bje\s+ne\s+(?:veux|souhaite)\s+plus\s+(?:recevoir|etre\s+contacte)",
+    r"\bne\s+(?:m'|me\s+)\s*(?:re)?(?:envoy|ecriv|contact|appel|ecri|envoi|sollicit|relanc|derang)\w*"
+    r"\s+plus\b",
+    r"\b(?:retir|supprim|enlev|effac|ray|oubli)(?:ez|er|e)[-\s]?(?:moi\b|mon\s+(?:numero|adresse|email"
+    r"|e-mail|mail|contact|nom)|mes\s+(?:coordonnees|donnees))",
+    r"\b(?:je\s+)?(?:ne\s+)?(?:veux|souhaite|desire)\s+plus\s+(?:recevoir|etre\s+(?:contacte|sollicite"
+    r"|derange))",
+    r"\bne\s+plus\s+recevoir\s+(?:\w+\s+)?(?:messages|mails|e-mails|emails|sms|courriels|newsletters?"
+    r"|publicites|offres)\b|\brefuse\s+de\s+recevoir\b",
+    r"\b(?:lach|fout|fich)(?:ez|e)[-\s]moi\s+(?:la\s+paix|la\s+grappe|tranquille)",
     r"\bne\s+plus\s+(?:me|m')\s*(?:contacter|ecrire|envoyer|appeler|solliciter)",
     r"\b(?:me|nous)\s+(?:retirer|supprimer|desinscrire|enlever)\s+(?:de|des)\s+(?:\w+\s+)?"
     r"(?:liste|listes|fichier|base)",
@@ -120,21 +162,48 @@ PHRASES = [
     r"\b(?:mochte|will|wunsche)\s+keine\s+(?:weiteren\s+)?(?:nachrichten|e-mails|emails|mails|sms"
     r"|anrufe|werbung|newsletter)\b",
     r"\bnehmen\s+sie\s+mich\s+aus\s+(?:\w+\s+)?(?:verteiler|liste|datenbank|kartei)",
-    r"\blass(?:en\s+sie|t)?\s+mich\s+in\s+ruhe\b",
+    r"\blass(?:en\s+sie|t)?\s+mich\s+(?:bitte\s+|endlich\s+|doch\s+)?in\s+ruhe\b",
+    r"\b(?:nehm|streich|entfern|trag|losch)\w*\s+(?:sie\s+|ihr\s+)?(?:mich|uns)\s+(?:(?!nicht\b)\w+\s+){0,2}"
+    r"(?:aus|von)\s+(?:\w+\s+)?(?:verteiler|\w*liste|datenbank|kartei|newsletter|adressbuch)\b",
+    r"\baus\s+dem\s+(?:\w+\s+)?(?:verteiler|newsletter)\s+(?:nehmen|streichen|entfernen|austragen)\b",
+    r"\bmeine\s+(?:nummer|daten|adresse|e-mail(?:-adresse)?|emailadresse|kontaktdaten|telefonnummer)\s+"
+    r"(?:\w+\s+){0,3}(?:loschen|entfernen)\b",
+    r"\bnicht\s+mehr\s+(?:kontaktieren|anschreiben|schreiben|anrufen|mailen|kontaktiert|angeschrieben"
+    r"|angerufen|belastigen|storen)\b",
+    r"\b(?:schreib|schick|kontaktier|ruf|mail|sims)\w*\s+(?:mir|mich)\s+(?:\w+\s+)?nicht\s+mehr\b",
+    r"\bkeine\s+weiteren?\s+(?:nachrichten|e-mails|emails|mails|sms|anrufe|werbung|kontaktaufnahmen?"
+    r"|zusendungen|newsletter)\b",
+    r"\bunterlassen\s+sie\s+(?:\w+\s+)?(?:kontaktaufnahmen?|kontakt|zusendungen|nachrichten|anrufe"
+    r"|werbung)|\bwiderspreche\s+(?:\w+\s+){0,4}(?:daten|werbung|werbezwecke\w*|kontaktaufnahme)",
     # it
     r"\bcancellami\b|\bcancellatemi\b|\bdisiscriv\w*|\bdisiscrizione\b",
-    r"\bcancellate\s+il\s+mio\s+(?:numero|contatto|indirizzo)",
+    r"\b(?:cancell|elimin|rimuov|togli|dimentic)\w*\s+(?:i\s+miei\s+(?:dati|contatti|recapiti)|il\s+mio"
+    r"\s+(?:numero|indirizzo|contatto|nominativo)|la\s+mia\s+(?:email|e-mail|mail))\b",
+    r"\bannull\w*\s+(?:l'|la\s+)?\s*iscrizione\b|\bnon\s+ricevere\s+piu\b",
+    r"\bnon\s+(?:desidero|voglio|vogliamo)\s+(?:piu\s+)?(?:essere\s+)?(?:piu\s+)?(?:contattat|disturbat"
+    r"|chiamat)",
+    r"\bnon\s+(?:desidero|voglio)\s+(?:piu\s+)?ricevere\s+(?:piu|ulteriori|altr[ei]|nessun)",
+    r"\bdiffid\w*\s+(?:\w+\s+)?(?:dal|a)\s+contattar|\bniente\s+piu\s+(?:messaggi|email|mail|sms)\b",
     r"\bnon\s+(?:mi\s+)?(?:scriv|contatt|mand|invi|chiam|disturb)\w*\s+(?:\w+\s+)?piu\b",
-    r"\b(?:togli|rimuov|cancell)\w*\s+(?:\w+\s+){0,2}(?:dalla|dalle|dal|dai)\s+(?:vostra\s+|sua\s+)?"
+    r"\b(?:togli|rimuov|cancell)\w*\s+(?:\w+\s+){0,3}(?:dalla|dalle|dal|dai)\s+(?:vostra\s+|sua\s+)?"
     r"(?:lista|mailing|elenco|database|contatti)",
     r"\bnon\s+voglio\s+piu\s+ricevere\b",
     r"\b(?:essere\s+)?(?:rimoss|cancellat|tolt)[oaie]\s+(?:dalla|dalle|dal|dai)\s+(?:vostra\s+|sua\s+)?"
     r"(?:lista|mailing|elenco|database|contatti)",
     r"\bbasta\s+(?:con\s+(?:i|questi)\s+)?(?:messaggi|email|mail|sms|chiamate)\b",
-    r"\blasciate?mi\s+in\s+pace\b",
+    r"\blascia(?:te)?mi\s+in\s+pace\b",
     # nl
     r"\buitschrijven\b|\bafmelden\b|\bschrijf\s+(?:me|mij|ons)\s+uit\b|\bmeld\s+(?:me|mij|ons)\s+af\b",
-    r"\bstuur\s+(?:me|mij|ons)\s+geen\s+(?:\w+\s+)?meer\b",
+    r"\bstuur\s+(?:me|mij|ons)\s+(?:verder\s+|voortaan\s+|aub\s+)?(?:niks\s+|niets\s+|geen\s+(?:\w+\s+)?)meer\b",
+    r"\bhaal\s+(?:me|mij|ons|mijn\s+[\w-]+)\s+(?:(?!niet\b)\w+\s+)?(?:uit|van|af)\s+(?:\w+\s+)?"
+    r"(?:\w*lijst|bestand|database|systeem)\b",
+    r"\b(?:me|mij|ons)\s+(?:uit|van)\s+(?:de|het|jullie|uw|je)\s+\w*(?:lijst|bestand)\s+(?:af\s+)?"
+    r"(?:halen|verwijderen|schrappen|afhalen)\b|\bschrap\s+(?:me|mij|ons)\b",
+    r"\b(?:bel|mail|app|sms|stuur|contacteer|benader)\w*\s+(?:(?:en|of)\s+\w+\s+)?(?:me|mij|ons)\s+"
+    r"(?:\w+\s+)?niet\s+meer\b",
+    r"\bniet\s+meer\s+(?:benaderd|lastig\s*gevallen|gecontacteerd)\b|\bval\s+(?:me|mij|ons)\s+"
+    r"(?:niet\s+meer\s+|niet\s+)lastig\b",
+    r"\bgeen\s+verdere\s+(?:berichten|mails|e-mails|sms|contact|telefoontjes)\b",
     r"\bneem\s+geen\s+contact\s+meer\b",
     r"\bhaal\s+(?:me|mij)\s+uit\s+(?:\w+\s+)?(?:bestand|lijst|database|mailinglijst)\b",
     r"\bverwijder\s+(?:mij|me|mijn\s+(?:nummer|gegevens|e-?mail|adres))\b",
