@@ -41,6 +41,8 @@ LOCAL_OPT_OUT_WORDS = (
     "BAJA", "ALTO", "DESUSCRIBIR", "SAIR", "PARAR", "DESCADASTRAR", "CANCELAR",
     "DESABONNEMENT", "DESINSCRIPTION", "STOPP", "ABMELDEN", "ABBESTELLEN", "AUSTRAGEN",
     "DISISCRIZIONE", "DISISCRIVIMI", "CANCELLAMI", "AFMELDEN", "UITSCHRIJVEN",
+    # "that's enough" / "stop it" said to the sender: "Hört auf!", "basta!", "Chega!"
+    "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA", "SMETTILA", "HORT", "AUFHOREN",
 )  # fmt: skip
 
 _SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-\u2013]+(?:\s|$)")
@@ -56,6 +58,7 @@ _FILLER = frozenset(
             "texting messaging contacting emailing calling texts messages emails sms",
             "por favor gracias obrigado obrigada pf merci svp stp beaucoup s il vous plait",
             "bitte danke grazie per favore graag aub alstublieft bedankt dank u wel",
+            "auf endlich jetzt ermee ya ja",
         )
     ).split()
 )

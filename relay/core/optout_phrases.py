@@ -12,6 +12,21 @@ from __future__ import annotations
 
 import re
 
+#: What a sender sends, in the seven languages ("these texts", "vos messages", "Ihre Angebote").
+_CONTENT = (
+    r"messages?|texts?|txts?|msgs?|e-?mails?|mails?|sms|spam|newsletters?|offers|promotions|ads"
+    r"|mensajes?|correos?|promociones|ofertas|publicidad|mensage(?:m|ns)|promocoes|propagandas?"
+    r"|courriels?|offres|publicites?|sollicitations|nachrichten|nachricht|angebote|werbung"
+    r"|zusendungen|messaggi|messaggio|offerte|comunicazioni|promozioni|pubblicita|berichten|bericht"
+    r"|aanbiedingen|nieuwsbrieven|reclame|appjes"
+)
+#: Not wanting (any more): "I don't want", "no quiero", "je ne veux plus", "ich will keine".
+_WANT_NOT = (
+    r"don'?t\s+want|do\s+not\s+want|(?:'d|would)\s+rather\s+not|no\s+longer\s+want"
+    r"|no\s+(?:quiero|deseo|queremos)|nao\s+(?:quero|desejo|queremos)|(?:ne\s+)?(?:veux|souhaite|desire)"
+    r"\s+plus|(?:mochte|will|wollen)\s+(?:\w+\s+){0,3}(?:nicht\s+mehr|keine)|non\s+(?:voglio|desidero"
+    r"|vogliamo)|(?:wil|willen|wens)\s+(?:\w+\s+){0,3}(?:niet\s+meer|geen)"
+)
 #: Clauses that may come with a keyword: a reason, not a conversation.
 REASON = re.compile(
     r"\b(?:not\s+interested|wrong\s+(?:number|person)|(?:this\s+is\s+)?spam|never\s+signed\s+up"
@@ -20,7 +35,11 @@ REASON = re.compile(
     r"|ca\s+(?:ne\s+)?m'interesse\s+pas|mauvais\s+numero|numero\s+sbagliato|verkeerd\s+nummer"
     # "Stop it. I don't know you", "I never gave you my number, stop", "Please stop. I've asked"
     r"|(?:i\s+)?don'?t\s+know\s+(?:you|u)|never\s+gave\s+(?:you|u)\s+my\s+(?:number|email|address)"
-    r"|(?:i'?ve|i\s+have|i)\s+(?:already\s+)?asked)\b"
+    r"|(?:i'?ve|i\s+have|i)\s+(?:already\s+)?asked"
+    # "This is the 4th message this week", "Das ist jetzt die dritte Nachricht"
+    rf"|(?:\d+(?:st|nd|rd|th|e|o|a)?|second|third|fourth|fifth|zweite|dritte|vierte|deuxieme|troisieme"
+    rf"|secondo|terzo|quarto|tweede|derde|vierde|segundo|tercer|terceira|terceiro|cuarto|quarta)"
+    rf"\s+(?:{_CONTENT}))\b"
 )
 #: A negation right before a wording turns it around ("Don't remove me from the list",
 #: "No me borren de la lista", "Non toglietemi dalla lista").
@@ -42,13 +61,14 @@ NOT_BEFORE = re.compile(
 STOP_PHRASES = [
     # stop sending me messages / quit texting me / please stop calling me
     rf"\b(?:stop|quit|cease)\s+(?:{_EN_SENDING})"
-    rf"(?=\s*$|\s+(?:to\s+)?(?:me|us)\b|\s+(?:these|those|the|your|this|any|all|such)?\s*(?:{_EN_THINGS})\b)",
+    rf"(?=\s*$|\s+(?:to\s+)?(?:me|us|this\s+(?:number|email|address))\b"
+    rf"|\s+(?:these|those|the|your|this|any|all|such)?\s*(?:{_EN_THINGS})\b)",
     # es: dejen de enviarme / deja de escribirme
     r"\b(?:dej|par)(?:en|a|e|ad|ar)\s+de\s+(?:enviar|escribir|mandar|contactar|llamar|molestar|textear"
     r"|acosar)(?:me|nos)?\b",
     # pt: parem de me enviar mensagens / pare de me mandar
     r"\b(?:par|deix)(?:e|em|ar|a)\s+de\s+(?:me\s+)?(?:enviar|mandar|contatar|contactar|ligar|escrever"
-    r"|perturbar|incomodar|chamar)\b",
+    r"|perturbar|incomodar|chamar|encher)\b",
     r"\b(?:parar|deixar)\s+de\s+receber\s+(?:\w+\s+)?(?:mensagens|emails|e-mails|sms|msgs?|newsletters?)",
     # fr: arrêtez de m'envoyer
     r"\b(?:arret|cess)(?:ez|e|er)\s+(?:de\s+|d')\s*(?:m'|me\s+|nous\s+)?\s*(?:envoyer|ecrire|contacter"
@@ -62,9 +82,10 @@ STOP_PHRASES = [
     r"\bhor(?:en|t)?\s+(?:sie\s+|ihr\s+)?(?:endlich\s+|bitte\s+)?auf\s+mit\s+(?:den\s+|diesen\s+"
     r"|ihren\s+|euren\s+|dem\s+)?(?:nachrichten|mails|e-mails|sms|anrufen|werbung|spam|mist)",
     # it: smettete di scrivermi
-    r"\bsmett\w*\s+di\s+(?:scriver|contattar|mandar|inviar|chiamar|disturbar|spammar)(?:mi|ci|e)\b",
+    r"\b(?:smett|cess)\w*\s+di\s+(?:scriver|contattar|mandar|inviar|chiamar|disturbar|spammar)(?:mi|ci|e)\b",
     # nl: stop met mailen
-    r"\b(?:stop|stoppen|stopt|hou|houd|houdt|kap|kappen)\s+(?:nu\s+|eens\s+|aub\s+)?(?:op\s+)?met\s+"
+    r"\b(?:stop|stoppen|stopt|hou|houd|houdt|kap|kappen)\s+(?:nu\s+|eens\s+|aub\s+|alsjeblieft\s+"
+    r"|alstublieft\s+|graag\s+|toch\s+)?(?:op\s+)?met\s+"
     r"(?:(?:me|mij|ons)\s+te\s+)?(?:mailen|e-mailen|sms'?en|appen|bellen|spammen|het\s+sturen|sturen"
     r"|(?:die\s+|deze\s+|jullie\s+|je\s+|uw\s+)?(?:berichten|mails|e-mails|sms'?jes|spam|appjes"
     r"|telefoontjes|nieuwsbrieven))\b",
@@ -72,10 +93,27 @@ STOP_PHRASES = [
     r"\b(?:unsubscribe|optout)\b",
 ]
 PHRASES = [
+    # not wanting what the sender sends: "i dont want these texts anymore", "Je ne veux plus de
+    # vos messages", "Ich möchte Ihre Angebote nicht mehr erhalten"
+    rf"\b(?:{_WANT_NOT})\b(?:\W+\w+){{0,5}}?\W+(?:{_CONTENT})\b",
+    rf"\b(?:mochte|will|wollen|wil|willen|wens)\s+(?:\w+\s+){{0,2}}(?:{_CONTENT})\s+(?:\w+\s+)?"
+    r"(?:nicht\s+mehr|niet\s+meer)\b",
+    # never again: "Nie wieder Mails", "Plus jamais de mails", "Mai più email", "no more please"
+    rf"\b(?:never\s+again|nie\s+wieder|plus\s+jamais|mai\s+piu|nooit\s+meer|nunca\s+mais|nunca\s+mas)"
+    rf"\s+(?:\w+\s+)?(?:{_CONTENT})\b|^\s*no\s+more\s*(?:please|pls|thanks)?\W*$",
+    # my data, deleted (GDPR requests): "Ik verzoek u mijn gegevens te verwijderen"
+    r"\b(?:my\s+(?:data|details|personal\s+data)|mijn\s+gegevens|meine\s+daten|mes\s+donnees"
+    r"|i\s+miei\s+dati|mis\s+datos|(?:os\s+)?meus\s+dados)\s+(?:\w+\s+){0,2}(?:te\s+)?(?:verwijderen"
+    r"|loschen|supprimer|cancellare|eliminare|eliminar|borrar|apagar|excluir|delete|erase|remove)",
+    # having asked already: "je demande d'arrêter", "Ich habe gebeten aufzuhören"
+    r"\b(?:demande|demander)\s+d'arreter|\basked\s+(?:you\s+)?to\s+stop\b|\bpedi\s+(?:pra|para)\s+parar"
+    r"|\bgevraagd\s+om\s+te\s+stoppen|\bchiesto\s+di\s+smettere|\bgebeten\s+aufzuhoren",
+    r"\bstell\w*\s+(?:sie\s+)?(?:\w+\s+){0,2}(?:zusendungen?|nachrichten|mails|e-mails|werbung|sms|anrufe"
+    r"|newsletter)\s+ein\b",
     # remove me / take me off your list / delete my number
-    rf"\b(?:remove|delete|erase|drop|scratch)\s+(?:me|us|my\s+(?:number|name|email|e-mail"
-    rf"|email\s+address|address|details|info|information|data|contact(?:\s+info)?))"
-    rf"(?=\s*(?:please|pls|now|thanks|thank\s+you|asap)?\s*$|\s+(?:from|off|out\s+of)\s+(?:\w+\s+){{0,2}}(?:{_LIST})\b)",
+    rf"\b(?:remove|delete|erase|drop|scratch)\s+(?:me|us|(?:my|this)\s+(?:number|name|email|e-mail"
+    rf"|email\s+address|address|details|info|information|data|contact(?:\s+info)?|phone(?:\s+number)?))"
+    rf"(?=\s*(?:please|pls|now|thanks|thank\s+you|asap)?\s*(?:$|,\s*(?:gdpr|thanks|thank\s+you))|\s+(?:from|off|out\s+of)\s+(?:\w+\s+){{0,2}}(?:{_LIST})\b)",
     rf"\btake\s+(?:me|us|my\s+\w+)\s+(?:off|out\s+of)\s+(?:\w+\s+){{0,2}}(?:{_LIST})\b",
     r"\b(?:lose|forget|delete|erase)\s+(?:my|this)\s+(?:number|email|e-mail|address|contact)\b",
     r"\bleave\s+(?:me|us)\s+alone\b",
@@ -105,6 +143,7 @@ PHRASES = [
     r"\bno\s+(?:me|nos)\s+(?:vuelva[ns]?\s+a\s+)?(?:escrib|envi|mand|contact|llam|molest|text)\w*+"
     r"(?!\s+(?:antes|despues|hasta|por\s+la|en\s+la|a\s+las|hoy|ahora|manana|el|a\s+est[eao]|aqui"
     r"|por\s+aqui)\b)",
+    r"\bno\s+(?:me\s+|nos\s+)?(?:escrib|envi|mand|contact|llam|molest|text)\w*\s+(?:\w+\s+)?mas\b",
     r"\bno\s+vuelva[ns]?\s+a\s+(?:escrib|envi|mand|contact|llam|molest)\w*(?:me|nos)\b",
     r"\bno\s+(?:quiero|deseo|queremos)\s+que\s+(?:me|nos)\s+(?:escrib|envi|mand|contact|llam|molest)",
     r"\bno\s+(?:enviar|mandar)\s+mas\s+(?:mensajes|correos|emails|sms|publicidad)\b",
@@ -122,7 +161,7 @@ PHRASES = [
     r"\bdej(?:en|a|ad)?me\s+en\s+paz\b|\bdejenme\s+tranquil",
     # pt
     r"\bnao\s+(?:me\s+)?(?:envi|mand|contat|contact|lig|escrev|perturb|incomod|cham)\w*\s+"
-    r"(?:mais|novamente|de\s+novo)\b",
+    r"(?:(?:nem|e|ou)\s+\w+\s+)?(?:\w+\s+)?(?:mais|novamente|de\s+novo)\b",
     r"\bnao\s+quero\s+(?:mais\s+)?(?:ser\s+)?(?:contatad|contactad|incomodad|chamad)",
     r"\bsair\s+da\s+(?:sua\s+|vossa\s+|minha\s+)?lista\b|\bcancelar\s+o\s+recebimento\b",
     r"\b(?:exclu|remov|apag|delet|retir|tir)\w*\s+(?:o\s+|os\s+)?(?:meu|meus|minha)\s+(?:numero|contato"
@@ -133,7 +172,7 @@ PHRASES = [
     r"\bquero\s+sair\s+da\s+lista\b",
     r"\b(?:exclu|remov|apag|delet)\w*\s+(?:o\s+)?meu\s+(?:numero|contato|email|cadastro|telefone)\b",
     r"\bme\s+deix[ae]m?\s+em\s+paz\b|\bdeix[ae]m?-?me\s+em\s+paz\b",
-    r"\bchega\s+de\s+(?:mensagens|emails|sms|ligacoes)\b",
+    r"\bchega\s+de\s+(?:mensagens|emails|sms|ligacoes|spam)\b",
     # fr
     r"\bdesabonnement\b|\bdesinscription\b|\bdesabonner\b|\bdesinscrire\b|\bdesabonnez\b"
     r"|\bdesinscrivez\b",
@@ -191,7 +230,7 @@ PHRASES = [
     r"\b(?:essere\s+)?(?:rimoss|cancellat|tolt)[oaie]\s+(?:dalla|dalle|dal|dai)\s+(?:vostra\s+|sua\s+)?"
     r"(?:lista|mailing|elenco|database|contatti)",
     r"\bbasta\s+(?:con\s+(?:i|questi)\s+)?(?:messaggi|email|mail|sms|chiamate)\b",
-    r"\blascia(?:te)?mi\s+in\s+pace\b",
+    r"\blascia(?:te)?mi\s+(?:in\s+pace|stare)\b",
     # nl
     r"\buitschrijven\b|\bafmelden\b|\bschrijf\s+(?:me|mij|ons)\s+uit\b|\bmeld\s+(?:me|mij|ons)\s+af\b",
     r"\bstuur\s+(?:me|mij|ons)\s+(?:verder\s+|voortaan\s+|aub\s+)?(?:niks\s+|niets\s+|geen\s+(?:\w+\s+)?)meer\b",
@@ -204,11 +243,11 @@ PHRASES = [
     r"\bniet\s+meer\s+(?:benaderd|lastig\s*gevallen|gecontacteerd)\b|\bval\s+(?:me|mij|ons)\s+"
     r"(?:niet\s+meer\s+|niet\s+)lastig\b",
     r"\bgeen\s+verdere\s+(?:berichten|mails|e-mails|sms|contact|telefoontjes)\b",
-    r"\bneem\s+geen\s+contact\s+meer\b",
+    r"\bneem\s+(?:\w+\s+)?geen\s+contact\s+meer\b",
     r"\bhaal\s+(?:me|mij)\s+uit\s+(?:\w+\s+)?(?:bestand|lijst|database|mailinglijst)\b",
     r"\bverwijder\s+(?:mij|me|mijn\s+(?:nummer|gegevens|e-?mail|adres))\b",
     r"\bniet\s+meer\s+(?:ge)?(?:mail|bel|contact|sms|app|bericht)\w*",
     r"\bik\s+wil\s+geen\s+(?:\w+\s+)?meer\s+(?:ontvangen|krijgen)\b",
     r"\bgeen\s+(?:berichten|mails|e-mails|sms(?:jes)?|telefoontjes)\s+meer\b",
-    r"\blaat\s+(?:me|mij)\s+met\s+rust\b",
+    r"\blaat\s+(?:me|mij)\s+(?:toch\s+|nou\s+|gewoon\s+|eens\s+)?met\s+rust\b",
 ]
