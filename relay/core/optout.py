@@ -30,7 +30,14 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from relay.core.optout_phrases import NEGATED, NOT_BEFORE, PHRASES, REASON, STOP_PHRASES
+from relay.core.optout_phrases import (
+    KEEP_WANTED,
+    NEGATED,
+    NOT_BEFORE,
+    PHRASES,
+    REASON,
+    STOP_PHRASES,
+)
 
 #: Carrier keywords (CTIA): exact on SMS, and the whole message anywhere.
 OPT_OUT_WORDS = ("STOP", "STOPALL", "UNSUBSCRIBE", "END", "QUIT", "CANCEL", "REVOKE", "OPTOUT")
@@ -42,7 +49,8 @@ LOCAL_OPT_OUT_WORDS = (
     "DESABONNEMENT", "DESINSCRIPTION", "STOPP", "ABMELDEN", "ABBESTELLEN", "AUSTRAGEN",
     "DISISCRIZIONE", "DISISCRIVIMI", "CANCELLAMI", "AFMELDEN", "UITSCHRIJVEN",
     # "that's enough" / "stop it" said to the sender: "Hört auf!", "basta!", "Chega!"
-    "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA", "SMETTILA", "HORT", "AUFHOREN",
+    "ABMELDUNG", "DESCADASTRO", "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA", "SMETTILA",
+    "HORT", "AUFHOREN",
 )  # fmt: skip
 
 _SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-\u2013]+(?:\s|$)")
@@ -58,7 +66,8 @@ _FILLER = frozenset(
             "texting messaging contacting emailing calling texts messages emails sms",
             "por favor gracias obrigado obrigada pf merci svp stp beaucoup s il vous plait",
             "bitte danke grazie per favore graag aub alstublieft bedankt dank u wel",
-            "auf endlich jetzt ermee ya ja",
+            "auf endlich jetzt ermee ya ja inmediata inmediatamente immediate immediately",
+            "immediata immediatamente imediato imediata immediat sofortige sofort direct directe",
         )
     ).split()
 )
@@ -98,6 +107,8 @@ def _only_keywords(text: str, wanted: set[str], *, reasons: bool) -> bool:
 
 def _says_opt_out(sentence: str) -> bool:
     sentence = " ".join(sentence.split())
+    if KEEP_WANTED.search(sentence):
+        return False
     for pattern in _STOP_RE:
         for match in pattern.finditer(sentence):
             if not NOT_BEFORE.search(sentence[: match.start()]):

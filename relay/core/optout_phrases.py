@@ -18,7 +18,8 @@ _CONTENT = (
     r"|mensajes?|correos?|promociones|ofertas|publicidad|mensage(?:m|ns)|promocoes|propagandas?"
     r"|courriels?|offres|publicites?|sollicitations|nachrichten|nachricht|angebote|werbung"
     r"|zusendungen|messaggi|messaggio|offerte|comunicazioni|promozioni|pubblicita|berichten|bericht"
-    r"|aanbiedingen|nieuwsbrieven|reclame|appjes"
+    r"|aanbiedingen|nieuwsbrieven|reclame|appjes|informacion|informacoes|informations|informationen"
+    r"|informazioni|informatie"
 )
 #: Not wanting (any more): "I don't want", "no quiero", "je ne veux plus", "ich will keine".
 _WANT_NOT = (
@@ -41,6 +42,12 @@ REASON = re.compile(
     rf"|secondo|terzo|quarto|tweede|derde|vierde|segundo|tercer|terceira|terceiro|cuarto|quarta)"
     rf"\s+(?:{_CONTENT}))\b"
 )
+#: Not wanting the sender to stop: "No quiero que dejen de mandarme", "Non voglio che smettiate".
+KEEP_WANTED = re.compile(
+    r"\b(?:(?:don'?t|do\s+not)\s+want|no\s+quiero\s+que|nao\s+quero\s+que|ne\s+veux\s+pas\s+que"
+    r"|(?:will|mochte)\s+nicht\s*,?\s+dass|non\s+voglio\s+che|wil\s+niet\s+dat)\b"
+    r".{0,40}\b(?:stop|dej|par[ae]|arret|cess|aufhor|smett|stopp)\w*"
+)
 #: A negation right before a wording turns it around ("Don't remove me from the list",
 #: "No me borren de la lista", "Non toglietemi dalla lista").
 NEGATED = re.compile(
@@ -61,7 +68,7 @@ NOT_BEFORE = re.compile(
 STOP_PHRASES = [
     # stop sending me messages / quit texting me / please stop calling me
     rf"\b(?:stop|quit|cease)\s+(?:{_EN_SENDING})"
-    rf"(?=\s*$|\s+(?:to\s+)?(?:me|us|this\s+(?:number|email|address))\b"
+    rf"(?=\s*$|\s+(?:to\s+)?(?:me|us|this\s+(?:number|email|address)|my\s+(?:inbox|phone|number))\b"
     rf"|\s+(?:these|those|the|your|this|any|all|such)?\s*(?:{_EN_THINGS})\b)",
     # es: dejen de enviarme / deja de escribirme
     r"\b(?:dej|par)(?:en|a|e|ad|ar)\s+de\s+(?:enviar|escribir|mandar|contactar|llamar|molestar|textear"
@@ -71,14 +78,14 @@ STOP_PHRASES = [
     r"|perturbar|incomodar|chamar|encher)\b",
     r"\b(?:parar|deixar)\s+de\s+receber\s+(?:\w+\s+)?(?:mensagens|emails|e-mails|sms|msgs?|newsletters?)",
     # fr: arrêtez de m'envoyer
-    r"\b(?:arret|cess)(?:ez|e|er)\s+(?:de\s+|d')\s*(?:m'|me\s+|nous\s+)?\s*(?:envoyer|ecrire|contacter"
+    r"\b(?:arret|cess)(?:ez|e|er|iez)\s+(?:de\s+|d')\s*(?:m'|me\s+|nous\s+)?\s*(?:envoyer|ecrire|contacter"
     r"|appeler|spammer|harceler|relancer|solliciter|deranger)",
     r"\barret(?:ez|e|er)\s+(?:les|vos|ces|tous\s+ces)\s+(?:messages|mails|e-mails|emails|sms|envois"
     r"|relances|appels)\b",
     # de: hören Sie auf, mir zu schreiben
     r"\b(?:hor(?:en|t)?\s+(?:sie\s+|ihr\s+)?(?:endlich\s+|bitte\s+)?auf|aufhor\w*)\s*,?\s+"
-    r"(?:\w+\s+){0,4}zu\s+(?:schreiben|schicken|senden|mailen|kontaktieren|nerven|belastigen|simsen"
-    r"|anrufen)",
+    r"(?:\w+\s+){0,4}(?:zu\s+(?:schreiben|schicken|senden|mailen|kontaktieren|nerven|belastigen|simsen"
+    r"|anrufen)|(?:an|anzu|zu)(?:rufen|schreiben|mailen)|anzuschreiben)",
     r"\bhor(?:en|t)?\s+(?:sie\s+|ihr\s+)?(?:endlich\s+|bitte\s+)?auf\s+mit\s+(?:den\s+|diesen\s+"
     r"|ihren\s+|euren\s+|dem\s+)?(?:nachrichten|mails|e-mails|sms|anrufen|werbung|spam|mist)",
     # it: smettete di scrivermi
@@ -88,7 +95,7 @@ STOP_PHRASES = [
     r"|alstublieft\s+|graag\s+|toch\s+)?(?:op\s+)?met\s+"
     r"(?:(?:me|mij|ons)\s+te\s+)?(?:mailen|e-mailen|sms'?en|appen|bellen|spammen|het\s+sturen|sturen"
     r"|(?:die\s+|deze\s+|jullie\s+|je\s+|uw\s+)?(?:berichten|mails|e-mails|sms'?jes|spam|appjes"
-    r"|telefoontjes|nieuwsbrieven))\b",
+    r"|telefoontjes|nieuwsbrieven)|contact\s+(?:op\s+)?(?:te\s+)?opnemen)\b",
     # unsubscribe / opt out (the words themselves, not "unsubscribed")
     r"\b(?:unsubscribe|optout)\b",
 ]
@@ -100,11 +107,30 @@ PHRASES = [
     r"(?:nicht\s+mehr|niet\s+meer)\b",
     # never again: "Nie wieder Mails", "Plus jamais de mails", "Mai più email", "no more please"
     rf"\b(?:never\s+again|nie\s+wieder|plus\s+jamais|mai\s+piu|nooit\s+meer|nunca\s+mais|nunca\s+mas)"
-    rf"\s+(?:\w+\s+)?(?:{_CONTENT})\b|^\s*no\s+more\s*(?:please|pls|thanks)?\W*$",
+    rf"\s+(?:(?:me|m')\s*)?(?:\w+\s+)?(?:de\s+|d')?(?:{_CONTENT})\b|^\s*no\s+more\s*(?:please|pls|thanks)?\W*$",
     # my data, deleted (GDPR requests): "Ik verzoek u mijn gegevens te verwijderen"
     r"\b(?:my\s+(?:data|details|personal\s+data)|mijn\s+gegevens|meine\s+daten|mes\s+donnees"
     r"|i\s+miei\s+dati|mis\s+datos|(?:os\s+)?meus\s+dados)\s+(?:\w+\s+){0,2}(?:te\s+)?(?:verwijderen"
     r"|loschen|supprimer|cancellare|eliminare|eliminar|borrar|apagar|excluir|delete|erase|remove)",
+    # still contacted after asking: "Why are you still emailing me?", "Warum schreiben Sie mir
+    # immer noch?", "Por que me siguen escribiendo?", "Waarom blijven jullie mailen?"
+    r"\b(?:why|por\s*que|pourquoi|warum|perche|waarom)\b.{0,40}\b(?:still|siguen|seguis|continuam"
+    r"|continuez|immer\s+noch|noch\s+immer|continuate|blijven)\b"
+    r"|\b(?:you'?re|you\s+are|u\s+r)\s+still\s+(?:emailing|texting|messaging|contacting|sending|calling)",
+    r"\basked\s+(?:you\s+)?to\s+be\s+(?:removed|unsubscribed|taken\s+off)|\bpedi\s+(?:la\s+)?baja\b"
+    r"|\bpedi\s+(?:pra|para)\s+(?:sair|ser\s+removid|parar)|\bdemande\s+a\s+etre\s+(?:desinscrit|retire"
+    r"|supprime)|\bchiesto\s+(?:la\s+disiscrizione|di\s+essere\s+(?:rimoss|cancellat|tolt))",
+    r"\b(?:refrain|abstain)\s+from\s+(?:contacting|emailing|messaging|texting|calling|sending)"
+    r"|\bdiscontinue\s+(?:all\s+|any\s+)?(?:\w+\s+)?(?:messages|contact|emails|texts|communications?"
+    r"|calls)\b|\bno\s+further\s+(?:contact|messages|emails|texts|communications?)\b"
+    r"|\b(?:do\s+not|don'?t|no\s+longer)\s+wish\s+to\s+be\s+(?:contacted|emailed|called|texted|messaged)",
+    # this number / my address deleted, in any language: "Löschen Sie diese Nummer", "Effacez ce
+    # numéro", "Eliminen este numero" (not "my old address": nothing may stand between)
+    r"\b(?:remove|delete|erase|elimin\w*|borr\w*|apag\w*|exclu\w*|remov\w*|retir\w*|supprim\w*"
+    r"|effac\w*|enlev\w*|losch\w*|entfern\w*|streich\w*|cancell\w*|rimuov\w*|togli\w*|verwijder"
+    r"|schrap)\s+(?:sie\s+)?(?:this|este|esta|esse|essa|ce|cette|diese|dieser|diesen|questo|questa|dit"
+    r"|deze)\s+(?:number|numero|nummer|email|e-mail|mail|correo|adresse|address|direccion|endereco"
+    r"|indirizzo|adres|e-mailadres)\b",
     # having asked already: "je demande d'arrêter", "Ich habe gebeten aufzuhören"
     r"\b(?:demande|demander)\s+d'arreter|\basked\s+(?:you\s+)?to\s+stop\b|\bpedi\s+(?:pra|para)\s+parar"
     r"|\bgevraagd\s+om\s+te\s+stoppen|\bchiesto\s+di\s+smettere|\bgebeten\s+aufzuhoren",
@@ -149,7 +175,7 @@ PHRASES = [
     r"\bno\s+(?:enviar|mandar)\s+mas\s+(?:mensajes|correos|emails|sms|publicidad)\b",
     r"\b(?:ya\s+)?basta\s+(?:ya\s+)?de\s+(?:mensajes|correos|emails|llamadas|sms|spam|publicidad)\b",
     r"\b(?:elimin|borr|quit|sac|saq|remuev|retir|tir|remov|exclu)\w*\s+(?:(?:me|nos|mi|meu|o\s+meu|minha)"
-    r"\s+(?:\w+\s+)?)?(?:de|del|da|do|dessa|desta)\s+(?:\w+\s+)?(?:lista|listas|base|cadastro"
+    r"\s+(?:\w+\s+)?)?(?:de|del|da|do|dessa|desta)\s+(?:\w+\s+){0,2}(?:lista|listas|base|cadastro"
     r"|contactos|contatos)\b",
     r"\b(?:elimin|borr)\w*\s+(?:mis\s+datos|mi\s+(?:numero|correo|email|contacto|telefono))\b",
     r"\bno\s+(?:quiero|deseo|queremos)\s+(?:recibir\s+)?(?:mas|ningun)\b",
@@ -203,13 +229,15 @@ PHRASES = [
     r"\bnehmen\s+sie\s+mich\s+aus\s+(?:\w+\s+)?(?:verteiler|liste|datenbank|kartei)",
     r"\blass(?:en\s+sie|t)?\s+mich\s+(?:bitte\s+|endlich\s+|doch\s+)?in\s+ruhe\b",
     r"\b(?:nehm|streich|entfern|trag|losch)\w*\s+(?:sie\s+|ihr\s+)?(?:mich|uns)\s+(?:(?!nicht\b)\w+\s+){0,2}"
-    r"(?:aus|von)\s+(?:\w+\s+)?(?:verteiler|\w*liste|datenbank|kartei|newsletter|adressbuch)\b",
+    r"(?:aus|von)\s+(?:\w+\s+)?(?:verteiler|\w*listen?|datenbank|kartei|newsletter|adressbuch)\b",
     r"\baus\s+dem\s+(?:\w+\s+)?(?:verteiler|newsletter)\s+(?:nehmen|streichen|entfernen|austragen)\b",
     r"\bmeine\s+(?:nummer|daten|adresse|e-mail(?:-adresse)?|emailadresse|kontaktdaten|telefonnummer)\s+"
     r"(?:\w+\s+){0,3}(?:loschen|entfernen)\b",
     r"\bnicht\s+mehr\s+(?:kontaktieren|anschreiben|schreiben|anrufen|mailen|kontaktiert|angeschrieben"
     r"|angerufen|belastigen|storen)\b",
-    r"\b(?:schreib|schick|kontaktier|ruf|mail|sims)\w*\s+(?:mir|mich)\s+(?:\w+\s+)?nicht\s+mehr\b",
+    r"\b(?:schreib|schick|kontaktier|ruf|mail|sims)\w*\s+(?:sie\s+)?(?:mir\s+|mich\s+)?(?:\w+\s+)?"
+    r"nicht\s+mehr\b|\bkeine\s+\w+\s+mehr\s+zu\s+(?:senden|schicken|schreiben|mailen)\b",
+    r"\bn'(?:ecriv|envoy|appel|contact)\w*\s+plus\b|\bgeen\s+\w+\s+meer\s+te\s+(?:sturen|mailen|sms'?en)\b",
     r"\bkeine\s+weiteren?\s+(?:nachrichten|e-mails|emails|mails|sms|anrufe|werbung|kontaktaufnahmen?"
     r"|zusendungen|newsletter)\b",
     r"\bunterlassen\s+sie\s+(?:\w+\s+)?(?:kontaktaufnahmen?|kontakt|zusendungen|nachrichten|anrufe"
@@ -238,7 +266,7 @@ PHRASES = [
     r"(?:\w*lijst|bestand|database|systeem)\b",
     r"\b(?:me|mij|ons)\s+(?:uit|van)\s+(?:de|het|jullie|uw|je)\s+\w*(?:lijst|bestand)\s+(?:af\s+)?"
     r"(?:halen|verwijderen|schrappen|afhalen)\b|\bschrap\s+(?:me|mij|ons)\b",
-    r"\b(?:bel|mail|app|sms|stuur|contacteer|benader)\w*\s+(?:(?:en|of)\s+\w+\s+)?(?:me|mij|ons)\s+"
+    r"\b(?:bel|mail|app|sms|stuur|contacteer|benader)\w*\s+(?:(?:en|of)\s+\w+\s+)?(?:(?:me|mij|ons)\s+)?"
     r"(?:\w+\s+)?niet\s+meer\b",
     r"\bniet\s+meer\s+(?:benaderd|lastig\s*gevallen|gecontacteerd)\b|\bval\s+(?:me|mij|ons)\s+"
     r"(?:niet\s+meer\s+|niet\s+)lastig\b",
