@@ -18,6 +18,9 @@ rule recognises an opt-out:
   against the same words saying the opposite ("don't stop sending me
   updates", "don't call me before 10am", "No dejes de enviarme").
 
+The sentences are small grammars per language (``relay.core.optout_phrases``),
+written against sets nobody had tuned on (``tests/data/optout``, "blind").
+
 A miss costs a contact an unwanted message (and an agent can still record
 the opt-out with its ``opt_out`` action); a false match ends a conversation
 the contact wanted. Both are measured on real messages and on wordings in
@@ -50,7 +53,7 @@ LOCAL_OPT_OUT_WORDS = (
     "DISISCRIZIONE", "DISISCRIVIMI", "CANCELLAMI", "AFMELDEN", "UITSCHRIJVEN",
     # "that's enough" / "stop it" said to the sender: "Hört auf!", "basta!", "Chega!"
     "ABMELDUNG", "DESCADASTRO", "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA", "SMETTILA",
-    "HORT", "AUFHOREN",
+    "AUFHOREN",
 )  # fmt: skip
 
 _SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-\u2013]+(?:\s|$)")
@@ -71,6 +74,7 @@ _FILLER = frozenset(
         )
     ).split()
 )
+_HORT_AUF = re.compile(r"\bhor(?:t|en\s+sie|en)\s+(?:(?:endlich|bitte|jetzt|doch)\s+)*auf\b")
 _STOP_RE = [re.compile(p) for p in STOP_PHRASES]
 _PHRASE_RE = re.compile("|".join(f"(?:{p})" for p in PHRASES))
 
@@ -122,7 +126,8 @@ def is_opt_out(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:
     """Whether the message asks not to be contacted again (see the module docstring)."""
     norm = normalise(text)
     wanted = {k.lower() for k in keywords} | {k.lower() for k in LOCAL_OPT_OUT_WORDS}
-    if _only_keywords(norm, wanted, reasons=True):
+    # "Hört auf!" is the keyword "aufhören" (but "Hört, hört!" is not)
+    if _only_keywords(_HORT_AUF.sub("aufhoren", norm), wanted, reasons=True):
         return True
     return any(_says_opt_out(sentence) for sentence in _SENTENCES.split(norm))
 

@@ -78,6 +78,7 @@ def test_fixed_opt_outs(text: str) -> None:
         "Can you send fewer emails? Once a week would be perfect",
         "Remove John from the thread, he's on leave",
         "Potete cancellare il mio vecchio indirizzo e mettere quello nuovo?",
+        "Hört, hört!",
     ],
 )
 def test_innocent_look_alikes(text: str) -> None:
