@@ -35,9 +35,9 @@ from relay.engine.contacts.bounce_marks import (
 )
 from relay.engine.contacts.optouts import opt_out, opted_out_in
 from relay.engine.conversation import events, fallback, transitions
-from relay.engine.inbound import receipt_order
+from relay.engine.inbound import quarantine, receipt_order
 from relay.store import arrivals, claims, funnel, queries
-from relay.store.models import Contact, InboundReject, Instance, Message
+from relay.store.models import Contact, Instance, Message
 
 log = logging.getLogger("relay.inbound")
 
@@ -75,9 +75,6 @@ def _words(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(w.strip().upper() for w in items if str(w).strip())
 
 
-#: Inbound text longer than this is cut (and the cut noted on the row): an email
-#: with its whole quoted history can be long, but never needs to be unbounded.
-MAX_INBOUND = 100_000
 LATE = "arrived after the conversation ended"
 
 
@@ -128,8 +125,6 @@ def ingest(
     ``careful``: each item in a savepoint, one that cannot be stored kept aside
     as rejected (:mod:`relay.engine.inbound.quarantine`), so it never holds back the rest.
     """
-    from relay.engine.inbound import quarantine
-
     report = IngestReport()
     for item in map(quarantine.clean, incoming.messages):
         take = partial(_take, session, channel, item, now, resolve, keywords, report)
@@ -168,7 +163,7 @@ def _take(
     try:
         address = resolve(item.sender)
     except InvalidInput as exc:
-        _reject(session, channel, item, exc.message, now)
+        quarantine.reject_sender(session, channel, item, exc.message, now)
         report.rejected += 1
         return
     arrival = Arrival(
@@ -202,7 +197,7 @@ def store_arrival(
             return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
-    body, note = _bounded(arrival.text)
+    body, note = quarantine.bounded(arrival.text)
     instance, late = _route(session, person, arrival.references)
     message = Message(
         instance_id=instance.id if instance else None,
@@ -367,32 +362,6 @@ def apply_receipt(
             if not fallback.after_failure(session, instance, message, reason, now, channel):
                 transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
-
-
-def _reject(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:
-    """A sender that is no address cannot become a contact: kept aside, logged, counted."""
-    body, _ = _bounded(item.text)
-    session.add(
-        InboundReject(
-            channel=channel,
-            sender=item.sender[:1000],
-            body=body,
-            provider_message_id=item.provider_message_id,
-            error=error,
-            created_at=now,
-        )
-    )
-    log.warning("inbound on %s from an unusable sender kept aside: %s", channel, error)
-
-
-def _bounded(text: str) -> tuple[str, str | None]:
-    """The text a row can hold (PostgreSQL text cannot hold NUL) and what was done to it."""
-    body = (text or "").replace("\x00", "")
-    if len(body) > MAX_INBOUND:
-        return body[:MAX_INBOUND], f"truncated from {len(body)} characters"
-    if not body.strip():
-        return body, "empty message"
-    return body, None
 
 
 def _processed(message: Message, now: datetime) -> None:
