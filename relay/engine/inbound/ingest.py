@@ -23,6 +23,7 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core import optout_scope
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
+from relay.core.intents import Intent, Label
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
@@ -52,10 +53,12 @@ class Keywords:
     #: ``[compliance] optout_scope``: ``channel``: a STOP stops the kind of address
     #: it came from only (:mod:`relay.core.optout_scope`).
     scope: str = optout_scope.CONTACT
+    #: ``[intent] opt_out``: a reply the classifier labels ``opt_out`` opts out too.
+    intent_opts_out: bool = True
 
     @classmethod
-    def from_config(cls, out: Words, into: Words, scope: str) -> Keywords:
-        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope)
+    def from_config(cls, out: Words, into: Words, scope: str, intent: bool = True) -> Keywords:
+        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope, intent)
 
     def kind(self, arrival: Arrival) -> str | None:
         """The kind an opt-out said in ``arrival`` stops (None: the whole contact)."""
@@ -107,6 +110,7 @@ class Arrival:
     kind: InboundKind = InboundKind.MESSAGE
     raw: str | None = None
     resume_at: datetime | None = None
+    intent: Intent | None = None
 
 
 def ingest(
@@ -175,6 +179,7 @@ def _take(
         InboundKind(item.kind),
         item.raw,
         item.resume_at,
+        item.intent,
     )
     message = store_arrival(session, arrival, now, keywords=keywords)
     if message is None:
@@ -212,6 +217,8 @@ def store_arrival(
         refs="\n".join(arrival.references) or None,
         raw=arrival.raw,
         note="; ".join(n for n in (note, LATE if late else None) if n) or None,
+        intent=arrival.intent.label.value if arrival.intent else None,
+        intent_date=arrival.intent.day if arrival.intent else None,
         attempts=0,
         created_at=now,
     )
@@ -260,9 +267,10 @@ def _apply_meaning(
         opt_out(session, person, now, reason="complaint")
         return
     kind = keywords.kind(arrival)
-    if opts_out(arrival.kind, message.body, keywords):
+    rules = opts_out(arrival.kind, message.body, keywords)
+    if rules or _intent_opt_out(arrival, keywords):
         _processed(message, now)
-        why = f"{arrival.kind.value} on {arrival.channel}"
+        why = f"{arrival.kind.value if rules else 'intent opt_out'} on {arrival.channel}"
         opt_out(session, person, now, reason=why, kind=kind)
         return
     if arrival.kind is InboundKind.AUTO_REPLY:
@@ -279,6 +287,13 @@ def _apply_meaning(
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
+
+
+def _intent_opt_out(arrival: Arrival, keywords: Keywords) -> bool:
+    """Whether the classifier's label opts out where no rule did (``[intent] opt_out``);
+    never over the rules' opt-in word."""
+    said = arrival.intent is not None and arrival.intent.label is Label.OPT_OUT
+    return said and keywords.intent_opts_out and not is_opt_in(arrival.text, keywords.opt_in)
 
 
 def _route(

@@ -52,9 +52,14 @@ def receive(
     body = (text or "").replace("\x00", "").strip()
     if not body:
         raise InvalidInput("message must not be empty")
-    arrival = inbound.Arrival(address, body, channel, provider_message_id)
+    words, intent = keywords(rt), None
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        intent = intents.label_of(rt, body, words)
+    arrival = inbound.Arrival(address, body, channel, provider_message_id, intent=intent)
     with rt.store.transaction() as session:
-        message = inbound.store_arrival(session, arrival, rt.now(), keywords=keywords(rt))
+        message = inbound.store_arrival(session, arrival, rt.now(), keywords=words)
         if message is None:
             assert provider_message_id is not None
             message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
@@ -85,6 +90,10 @@ def ingest(
     from relay.engine.contacts import settling
     from relay.store import failures
 
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        incoming = intents.labelled(rt, channel, incoming, keywords(rt))
     try:
         report = failures.retry_conflicts(
             lambda: _ingest(rt, channel, incoming, read_from, taking, careful=False)
@@ -164,9 +173,10 @@ def soft_bounces(rt: Runtime) -> SoftBounces:
 def keywords(rt: Runtime) -> inbound.Keywords:
     from relay.engine.inbound import ingest as inbound
 
-    optout = rt.config.settings.optout
-    scope = rt.config.settings.compliance.optout_scope
-    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope)
+    settings = rt.config.settings
+    optout, acts = settings.optout, settings.intent.opt_out
+    scope = settings.compliance.optout_scope
+    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope, acts)
 
 
 def opts_out(rt: Runtime, incoming: Incoming) -> bool:

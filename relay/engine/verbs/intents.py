@@ -1,0 +1,122 @@
+"""``[intent]``: each new reply labelled by the classifier before it is stored.
+
+The call is made here, before the ingest transaction opens, so no lock or
+transaction is held while the model thinks; the label travels on the
+:class:`~relay.channels.base.Inbound` into the one transaction that stores the
+message (and, for ``opt_out`` with ``[intent] opt_out``, opts the contact out
+there, like a STOP). Only :func:`relay.engine.verbs.incoming.ingest` and
+``receive`` call this module, and only when ``[intent] enabled``: off, nothing
+here (nor httpx) is imported.
+
+The rules come first and stay the fallback: a reply they read as an opt-out is
+labelled ``opt_out`` without a call; when the server is down, slow, refuses or
+answers something that is no label, the reply's label stays null and the rules
+decide alone, with one log line, and the classifier rests for :data:`REST`
+(a server that hangs must not hold every poll up by its timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from relay.channels.base import Inbound, Incoming
+from relay.core.intents import RULES_OPT_OUT, Intent
+from relay.core.values import InboundKind
+from relay.engine.backends import agent_settings
+from relay.engine.inbound import ingest as inbound
+from relay.engine.inbound.quarantine import provider_id
+from relay.store import arrivals
+
+if TYPE_CHECKING:
+    from relay.agents.intent import IntentClassifier
+    from relay.engine.runtime import Runtime
+
+log = logging.getLogger("relay.intent")
+
+#: After a failure the classifier is not asked again for this long.
+REST = timedelta(minutes=1)
+#: Until when the classifier at a URL rests (by the runtime's clock).
+_resting: dict[str, datetime] = {}
+
+
+def labelled(rt: Runtime, channel: str, incoming: Incoming, words: inbound.Keywords) -> Incoming:
+    """``incoming`` with each reply not stored before given its intent."""
+    labeller = _Labeller(rt, words, _stored(rt, channel, incoming.messages))
+    messages = [_with(item, labeller.label(item)) for item in incoming.messages]
+    return replace(incoming, messages=messages)
+
+
+def label_of(rt: Runtime, text: str, words: inbound.Keywords) -> Intent | None:
+    """The intent of one reply given by hand (``relay receive``)."""
+    return _Labeller(rt, words).label(Inbound(sender="", text=text))
+
+
+def _with(item: Inbound, intent: Intent | None) -> Inbound:
+    return item if intent is None else replace(item, intent=intent)
+
+
+def _stored(rt: Runtime, channel: str, items: Sequence[Inbound]) -> frozenset[str]:
+    """The provider ids among ``items`` stored already (a poll read again): not asked twice."""
+    ids = {pid for item in items if (pid := provider_id(item.provider_message_id))}
+    if not ids:
+        return frozenset()
+    with rt.store.read_transaction() as session:
+        return frozenset(i for i in ids if arrivals.inbound_by_provider_id(session, channel, i))
+
+
+@dataclass
+class _Labeller:
+    rt: Runtime
+    words: inbound.Keywords
+    stored: frozenset[str] = frozenset()
+    client: IntentClassifier | None = None
+    #: The server failed during this batch: the rules decide for the rest of it.
+    failed: bool = False
+
+    def label(self, item: Inbound) -> Intent | None:
+        if item.kind is not InboundKind.MESSAGE or item.bind_token or not item.text.strip():
+            return None  # not a reply (auto-replies, bounces, complaints keep their kind)
+        if provider_id(item.provider_message_id) in self.stored:
+            return None
+        if inbound.opts_out(item.kind, item.text, self.words):
+            return RULES_OPT_OUT
+        return self.ask(item.text)
+
+    def ask(self, text: str) -> Intent | None:
+        now = self.rt.now()
+        url = self.rt.config.get("agent.openai.base_url") or ""
+        if self.failed or _resting.get(str(url), now) > now:
+            return None
+        try:
+            return self.classifier().classify(text, _today(self.rt, now))
+        except Exception as exc:  # whatever the server or its client does: the rules decide
+            self.failed = True
+            _resting[str(url)] = now + REST
+            reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            log.warning("intent classifier: %s; the rules decide alone for now", reason)
+            return None
+
+    def classifier(self) -> IntentClassifier:
+        if self.client is None:
+            from relay.agents.intent import IntentClassifier
+
+            settings = self.rt.config.settings.intent
+            self.client = IntentClassifier.from_settings(
+                agent_settings(self.rt.config, "openai"),
+                model=settings.model,
+                timeout=settings.timeout.total_seconds(),
+            )
+        return self.client
+
+
+def _today(rt: Runtime, now: datetime) -> date:
+    """Today where the contacts are (``[defaults] timezone``): "tomorrow" is read from it."""
+    try:
+        return now.astimezone(ZoneInfo(rt.config.settings.defaults.timezone)).date()
+    except (KeyError, ValueError):
+        return now.date()
