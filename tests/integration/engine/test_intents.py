@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import ok, valid
 from engine_support import ChatServer, serve_chat
 
 from relay.channels.base import Inbound, Incoming
@@ -79,7 +80,7 @@ def test_each_reply_is_labelled_stored_shown_and_counted(
     # The daemon's path: a poll of the console inbox, labelled before it is stored.
     inbox = labelling.data_dir / "console-inbox.jsonl"
     inbox.write_text(json.dumps({"from": PHONE, "text": "Actually, tell me more"}) + "\n")
-    says(chat, "```json\n{\"label\": \"interested\", \"date\": null}\n```")
+    says(chat, '```json\n{"label": "interested", "date": null}\n```')
     assert labelling.relay.poll("console").stored == 1
 
     assert labels(labelling, iid) == [
@@ -91,8 +92,9 @@ def test_each_reply_is_labelled_stored_shown_and_counted(
     assert first["headers"]["Authorization"] == f"Bearer {KEY}"
     assert first["body"]["model"] == "small-model"  # [intent] model over [agent.openai]
     system, user = first["body"]["messages"]
-    assert "opt_out" in system["content"] and labelling.clock.now().date().isoformat() in (
-        system["content"]
+    assert (
+        "opt_out" in system["content"]
+        and labelling.clock.now().date().isoformat() in (system["content"])
     )
     assert user == {"role": "user", "content": "Busy this month, ask me again in December"}
     shown = labelling.relay.transcript(iid)[-1].to_json()
@@ -196,7 +198,7 @@ def test_after_a_failure_the_classifier_rests_then_is_asked_again(
         "They seem keen!",
         {"label": "enthusiastic"},
         {"mood": "interested"},
-        "[\"interested\"]",
+        '["interested"]',
     ],
 )
 def test_an_answer_that_is_no_label_leaves_it_null(
@@ -212,9 +214,7 @@ def test_an_answer_that_is_no_label_leaves_it_null(
     assert "not a label" in caplog.records[-1].getMessage()
 
 
-def test_a_body_that_is_no_completion_leaves_it_null(
-    labelling: Harness, chat: ChatServer
-) -> None:
+def test_a_body_that_is_no_completion_leaves_it_null(labelling: Harness, chat: ChatServer) -> None:
     iid = labelling.start()
     labelling.tick()
     chat.reply(200, ["not", "a", "completion"])
@@ -269,3 +269,24 @@ def test_the_date_is_read_from_today(labelling: Harness, chat: ChatServer) -> No
     message = labelling.relay.receive(PHONE, "Back next week")
     assert (message.intent, message.intent_date) == ("out_of_office", None)
     assert isinstance(labelling.clock.now().date(), date)
+
+
+def test_the_cli_shows_and_counts_labels(labelling: Harness, chat: ChatServer, cli: Any) -> None:
+    iid = labelling.start()
+    labelling.tick()
+    says(chat, {"label": "not_now", "date": "2026-12-01"})
+    labelling.relay.receive(PHONE, "Ask me again in December")
+    says(chat, {"label": "referral"})
+    labelling.relay.receive(PHONE, "Or ask my colleague Ana")
+
+    transcript = valid("transcript", ok(cli("transcript", iid, "--json")).json())
+    assert [(m["intent"], m["intent_date"]) for m in transcript] == [
+        (None, None),
+        ("not_now", "2026-12-01"),
+        ("referral", None),
+    ]
+    assert "not_now (2026-12-01)" in ok(cli("transcript", iid)).stdout
+    stats = valid("stats", ok(cli("stats", "--json")).json())
+    assert {k: v for k, v in stats["intents"].items() if v} == {"not_now": 1, "referral": 1}
+    shown = ok(cli("stats")).stdout
+    assert "not_now\t1\t50%" in shown and "referral\t1\t50%" in shown
