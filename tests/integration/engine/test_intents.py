@@ -290,3 +290,10 @@ def test_the_cli_shows_and_counts_labels(labelling: Harness, chat: ChatServer, c
     assert {k: v for k, v in stats["intents"].items() if v} == {"not_now": 1, "referral": 1}
     shown = ok(cli("stats")).stdout
     assert "not_now\t1\t50%" in shown and "referral\t1\t50%" in shown
+
+
+def test_doctor_names_a_classifier_that_cannot_work(make_engine: Any) -> None:
+    engine = make_engine(**{"intent.enabled": True})
+    found = [(f.subject, f.problem) for f in engine.relay.check()]
+    assert ("intent", "agent.openai.base_url is not set: add it to [agent.openai]") in found
+    assert not [f for f in make_engine().relay.check() if f.subject == "intent"]
