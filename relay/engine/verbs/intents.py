@@ -79,7 +79,7 @@ class _Labeller:
     failed: bool = False
 
     def label(self, item: Inbound) -> Intent | None:
-        if item.kind is not InboundKind.MESSAGE or item.bind_token or not item.text.strip():
+        if item.kind != InboundKind.MESSAGE or item.bind_token or not item.text.strip():
             return None  # not a reply (auto-replies, bounces, complaints keep their kind)
         if provider_id(item.provider_message_id) in self.stored:
             return None
