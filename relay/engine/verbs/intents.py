@@ -27,7 +27,6 @@ from zoneinfo import ZoneInfo
 from relay.channels.base import Inbound, Incoming
 from relay.core.intents import RULES_OPT_OUT, Intent
 from relay.core.values import InboundKind
-from relay.engine.backends import agent_settings
 from relay.engine.inbound import ingest as inbound
 from relay.engine.inbound.quarantine import provider_id
 from relay.store import arrivals
@@ -107,7 +106,7 @@ class _Labeller:
 
             settings = self.rt.config.settings.intent
             self.client = IntentClassifier.from_settings(
-                agent_settings(self.rt.config, "openai"),
+                self.rt.config.section("agent.openai"),
                 model=settings.model,
                 timeout=settings.timeout.total_seconds(),
             )
