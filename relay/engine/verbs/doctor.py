@@ -123,8 +123,7 @@ def _inbound_findings(session: Session) -> list[Finding]:
 
 
 def _backend_findings(relay: Runtime) -> list[Finding]:
-    """Channels, the default agent and the ``[intent]`` classifier (the server of
-    ``[agent.openai]``) that could not work (a missing secret, no ``base_url``)."""
+    """Channels and the default agent that could not work (a missing secret)."""
     from relay.engine.backends import agent_problems_of, channel_names, channel_problems_of
 
     config = relay.config
@@ -135,7 +134,7 @@ def _backend_findings(relay: Runtime) -> list[Finding]:
     ]
     agent = config.settings.agent.backend
     findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
-    if config.settings.intent.enabled and agent != "openai":
+    if config.settings.intent.enabled and agent != "openai":  # [intent] asks its server
         findings += [Finding("intent", p) for p in agent_problems_of(config, "openai")]
     return findings
 

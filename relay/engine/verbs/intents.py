@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 from zoneinfo import ZoneInfo
 
 from relay.channels.base import Inbound, Incoming
@@ -34,13 +35,15 @@ from relay.store import arrivals
 if TYPE_CHECKING:
     from relay.agents.intent import IntentClassifier
     from relay.engine.runtime import Runtime
+    from relay.store.database import Store
 
 log = logging.getLogger("relay.intent")
 
 #: After a failure the classifier is not asked again for this long.
 REST = timedelta(minutes=1)
-#: Until when the classifier at a URL rests (by the runtime's clock).
-_resting: dict[str, datetime] = {}
+#: Until when the classifier at a URL rests (by the runtime's clock), per open store:
+#: one daemon's process, one test's relay.
+_resting: WeakKeyDictionary[Store, dict[str, datetime]] = WeakKeyDictionary()
 
 
 def labelled(rt: Runtime, channel: str, incoming: Incoming, words: inbound.Keywords) -> Incoming:
@@ -61,7 +64,8 @@ def _with(item: Inbound, intent: Intent | None) -> Inbound:
 
 def _stored(rt: Runtime, channel: str, items: Sequence[Inbound]) -> frozenset[str]:
     """The provider ids among ``items`` stored already (a poll read again): not asked twice."""
-    ids = {pid for item in items if (pid := provider_id(item.provider_message_id))}
+    replies = (item for item in items if item.kind == InboundKind.MESSAGE)
+    ids = {pid for item in replies if (pid := provider_id(item.provider_message_id))}
     if not ids:
         return frozenset()
     with rt.store.read_transaction() as session:
@@ -88,14 +92,15 @@ class _Labeller:
 
     def ask(self, text: str) -> Intent | None:
         now = self.rt.now()
-        url = self.rt.config.get("agent.openai.base_url") or ""
-        if self.failed or _resting.get(str(url), now) > now:
+        url = str(self.rt.config.get("agent.openai.base_url") or "")
+        resting = _resting.setdefault(self.rt.store, {})
+        if self.failed or resting.get(url, now) > now:
             return None
         try:
             return self.classifier().classify(text, _today(self.rt, now))
         except Exception as exc:  # whatever the server or its client does: the rules decide
             self.failed = True
-            _resting[str(url)] = now + REST
+            resting[url] = now + REST
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             log.warning("intent classifier: %s; the rules decide alone for now", reason)
             return None
