@@ -297,3 +297,24 @@ def test_doctor_names_a_classifier_that_cannot_work(make_engine: Any) -> None:
     found = [(f.subject, f.problem) for f in engine.relay.check()]
     assert ("intent", "agent.openai.base_url is not set: add it to [agent.openai]") in found
     assert not [f for f in make_engine().relay.check() if f.subject == "intent"]
+
+
+def test_a_server_that_does_not_answer_in_time_leaves_the_rules_alone(
+    make_engine: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listening socket that never answers: the timeout (a fraction of a second
+    here), then the rules alone, and the classifier rests."""
+    monkeypatch.setenv("RELAY_TEST_INTENT_KEY", KEY)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        engine = make_engine(**settings(url, **{"intent.timeout": 0.3}))
+        iid = engine.start()
+        engine.tick()
+        with caplog.at_level(logging.WARNING, logger="relay.intent"):
+            engine.relay.receive(PHONE, "Thursday works")
+            engine.relay.receive(PHONE, "Friday too")  # resting: no second wait
+    assert labels(engine, iid) == [("Thursday works", None, None), ("Friday too", None, None)]
+    [line] = [r for r in caplog.records if r.name == "relay.intent"]
+    assert "did not answer within 0.3s" in line.getMessage()
