@@ -318,3 +318,21 @@ def test_a_server_that_does_not_answer_in_time_leaves_the_rules_alone(
     assert labels(engine, iid) == [("Thursday works", None, None), ("Friday too", None, None)]
     [line] = [r for r in caplog.records if r.name == "relay.intent"]
     assert "did not answer within 0.3s" in line.getMessage()
+
+
+def test_the_web_console_shows_a_label(labelling: Harness, chat: ChatServer) -> None:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from relay.console import app, pages
+
+    iid = labelling.start()
+    labelling.tick()
+    says(chat, {"label": "not_now", "date": "2026-12-01"})
+    labelling.relay.receive(PHONE, "Ask me again in December")
+    templates = Environment(
+        loader=FileSystemLoader(app.HERE / "templates"), autoescape=select_autoescape(["html"])
+    )
+    templates.globals.update(prefix=app.PREFIX, when=pages.when)
+    context = pages.conversation(labelling.relay._rt, iid)
+    html = templates.get_template("conversation.html").render(session=None, path="/", **context)
+    assert '<span class="intent"' in html and "not_now (2026-12-01)</span>" in html
