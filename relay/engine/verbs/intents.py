@@ -18,9 +18,12 @@ decide alone, with one log line, and the classifier rests for :data:`REST`
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
+from enum import Enum
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 from zoneinfo import ZoneInfo
@@ -47,15 +50,24 @@ _resting: WeakKeyDictionary[Store, dict[str, datetime]] = WeakKeyDictionary()
 
 
 def labelled(rt: Runtime, channel: str, incoming: Incoming, words: inbound.Keywords) -> Incoming:
-    """``incoming`` with each reply not stored before given its intent."""
+    """``incoming`` with each reply not stored before given its intent: the rules'
+    opt-outs at once, the others asked about :data:`PARALLEL` at a time."""
     labeller = _Labeller(rt, words, _stored(rt, channel, incoming.messages))
-    messages = [_with(item, labeller.label(item)) for item in incoming.messages]
+    ruled = [labeller.by_rules(item) for item in incoming.messages]
+    asking = [i for i, found in enumerate(ruled) if found is ASK]
+    answers = labeller.ask_all([incoming.messages[i].text for i in asking])
+    intents = [None if found is ASK else found for found in ruled]
+    for i, answer in zip(asking, answers, strict=True):
+        intents[i] = answer
+    messages = [_with(item, intents[i]) for i, item in enumerate(incoming.messages)]
     return replace(incoming, messages=messages)
 
 
 def label_of(rt: Runtime, text: str, words: inbound.Keywords) -> Intent | None:
     """The intent of one reply given by hand (``relay receive``)."""
-    return _Labeller(rt, words).label(Inbound(sender="", text=text))
+    labeller = _Labeller(rt, words)
+    found = labeller.by_rules(Inbound(sender="", text=text))
+    return labeller.ask(text) if found is ASK else found
 
 
 def _with(item: Inbound, intent: Intent | None) -> Inbound:
@@ -72,6 +84,17 @@ def _stored(rt: Runtime, channel: str, items: Sequence[Inbound]) -> frozenset[st
         return frozenset(i for i in ids if arrivals.inbound_by_provider_id(session, channel, i))
 
 
+class _Ask(Enum):
+    """:meth:`_Labeller.by_rules`: the reply goes to the classifier."""
+
+    ASK = "ask"
+
+
+ASK = _Ask.ASK
+#: Replies asked about at once: a batch costs about one round trip per this many.
+PARALLEL = 4
+
+
 @dataclass
 class _Labeller:
     rt: Runtime
@@ -80,15 +103,25 @@ class _Labeller:
     client: IntentClassifier | None = None
     #: The server failed during this batch: the rules decide for the rest of it.
     failed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def label(self, item: Inbound) -> Intent | None:
+    def by_rules(self, item: Inbound) -> Intent | _Ask | None:
+        """The rules' label (an opt-out), None for no label, or :data:`ASK`."""
         if item.kind != InboundKind.MESSAGE or item.bind_token or not item.text.strip():
             return None  # not a reply (auto-replies, bounces, complaints keep their kind)
         if provider_id(item.provider_message_id) in self.stored:
             return None
         if inbound.opts_out(item.kind, item.text, self.words):
             return RULES_OPT_OUT
-        return self.ask(item.text)
+        return ASK
+
+    def ask_all(self, texts: list[str]) -> list[Intent | None]:
+        """The first alone (a server that is away costs one try), then the rest in parallel."""
+        if len(texts) < 2:
+            return [self.ask(text) for text in texts]
+        first = self.ask(texts[0])
+        with ThreadPoolExecutor(PARALLEL, thread_name_prefix="relay-intent") as pool:
+            return [first, *pool.map(self.ask, texts[1:])]
 
     def ask(self, text: str) -> Intent | None:
         now = self.rt.now()
@@ -99,23 +132,26 @@ class _Labeller:
         try:
             return self.classifier().classify(text, _today(self.rt, now))
         except Exception as exc:  # whatever the server or its client does: the rules decide
-            self.failed = True
+            with self.lock:
+                told, self.failed = self.failed, True
             resting[url] = now + REST
             reason = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            log.warning("intent classifier: %s; the rules decide alone for now", reason)
+            if not told:  # one line for the batch
+                log.warning("intent classifier: %s; the rules decide alone for now", reason)
             return None
 
     def classifier(self) -> IntentClassifier:
-        if self.client is None:
-            from relay.agents.intent import IntentClassifier
+        with self.lock:
+            if self.client is None:
+                from relay.agents.intent import IntentClassifier
 
-            settings = self.rt.config.settings.intent
-            self.client = IntentClassifier.from_settings(
-                self.rt.config.section("agent.openai"),
-                model=settings.model,
-                timeout=settings.timeout.total_seconds(),
-            )
-        return self.client
+                settings = self.rt.config.settings.intent
+                self.client = IntentClassifier.from_settings(
+                    self.rt.config.section("agent.openai"),
+                    model=settings.model,
+                    timeout=settings.timeout.total_seconds(),
+                )
+            return self.client
 
 
 def _today(rt: Runtime, now: datetime) -> date:

@@ -336,3 +336,23 @@ def test_the_web_console_shows_a_label(labelling: Harness, chat: ChatServer) -> 
     context = pages.conversation(labelling.relay._rt, iid)
     html = templates.get_template("conversation.html").render(session=None, path="/", **context)
     assert '<span class="intent"' in html and "not_now (2026-12-01)</span>" in html
+
+
+def test_a_batch_is_asked_about_in_parallel_and_a_failing_server_once(
+    labelling: Harness, chat: ChatServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    iid = labelling.start()
+    labelling.tick()
+    batch = [Inbound(PHONE, f"reply {n}", provider_message_id=f"b-{n}") for n in range(6)]
+    for _ in batch:
+        says(chat, {"label": "interested"})
+    labelling.relay.ingest("console", Incoming(messages=batch))
+    assert len(chat.requests) == 6
+    assert {i for _, i, _ in labels(labelling, iid)} == {"interested"}
+
+    more = [Inbound(PHONE, f"more {n}", provider_message_id=f"m-{n}") for n in range(6)]
+    with caplog.at_level(logging.WARNING, logger="relay.intent"):
+        labelling.relay.ingest("console", Incoming(messages=more))  # the server answers 500
+    assert len(chat.requests) == 7  # the first failed: the rest were not asked
+    assert len([r for r in caplog.records if r.name == "relay.intent"]) == 1
+    assert [i for t, i, _ in labels(labelling, iid) if t.startswith("more")] == [None] * 6
