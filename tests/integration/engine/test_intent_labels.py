@@ -356,3 +356,14 @@ def test_a_batch_is_asked_about_in_parallel_and_a_failing_server_once(
     assert len(chat.requests) == 7  # the first failed: the rest were not asked
     assert len([r for r in caplog.records if r.name == "relay.intent"]) == 1
     assert [i for t, i, _ in labels(labelling, iid) if t.startswith("more")] == [None] * 6
+
+
+def test_an_export_of_the_contact_carries_the_labels(labelling: Harness, chat: ChatServer) -> None:
+    labelling.start()
+    labelling.tick()
+    says(chat, {"label": "not_now", "date": "2026-12-01"})
+    labelling.relay.receive(PHONE, "Ask me again in December")
+    export = json.loads(json.dumps(labelling.relay.export_contact(PHONE)))
+    valid("contact-export", {"schema_version": 1, **export})
+    [reply] = [m for m in export["messages"] if m["direction"] == "inbound"]
+    assert (reply["intent"], reply["intent_date"]) == ("not_now", "2026-12-01")
