@@ -11,20 +11,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
-from relay.engine.backends import Channels
 from relay.engine.conversation import heartbeat
 from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
+from relay.engine.runtime import Channels, Runtime
 from relay.engine.turns.runner import TurnOutcome, TurnRunner
 from relay.engine.verbs import incoming
 from relay.engine.verbs.notify import notify_due
 from relay.runner.push_intake import take_pushes
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.pulse")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
@@ -21,12 +21,9 @@ from starlette.responses import Response
 from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
-from relay.engine.backends import Channels, channel_kind
+from relay.engine.runtime import Channels, Runtime, channel_kind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.runner.serve_writer import PushWriter
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 MAX_BODY = 64 * 1024
 EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'

@@ -16,24 +16,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound, batch_sender
-from relay.engine.backends import Channels
 from relay.engine.conversation import events
 from relay.engine.outbox import outcomes as delivery_outcomes
 from relay.engine.outbox.confirming import confirm
 from relay.engine.outbox.doubts import Doubt, Doubts
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox.screen import Handover, Ready, Screen
+from relay.engine.runtime import Channels, Runtime
 from relay.store import claims, commit_log, funnel, locked_rows
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import MessageRow
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.outbox")
 

@@ -18,21 +18,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound
 from relay.channels.fate import Fate, Reconciled, reconcile, resend_safe
-from relay.engine.backends import Channels
 from relay.engine.conversation import events
 from relay.engine.outbox import gate
 from relay.engine.outbox.outcomes import DeliveryReport
+from relay.engine.runtime import Channels, Runtime
 from relay.store import claims, commit_log, doubts, funnel, locked_rows
 from relay.store import outbox as outbox_rows
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.outbox")
 

@@ -31,8 +31,8 @@ from relay.core.turns import (
     TurnContext,
     TurnReason,
 )
-from relay.engine.backends import agent_settings
 from relay.engine.conversation import policy, scoped_state
+from relay.engine.runtime import Channels, Runtime, agent_settings
 from relay.engine.turns import answers
 from relay.engine.turns.commit import TurnCommitter, TurnOutcome
 from relay.store import claims, locked_rows, queries, turn_rows
@@ -40,7 +40,6 @@ from relay.store.models import Message
 
 if TYPE_CHECKING:
     from relay.engine.outbox.dispatcher import Dispatcher
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
 
@@ -321,7 +320,6 @@ class TurnRunner:
 
 def start_now(relay: Runtime, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
     """Run one instance's due turn now and deliver what it wrote (``relay start``)."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import Dispatcher
 
     turns = TurnRunner(relay, owner)

@@ -216,8 +216,8 @@ def retry(rt: Context, message_id: int) -> MessageView:
 def deliver(rt: Runtime, message_id: int) -> MessageView:
     """Try to deliver one queued message now, after what of its conversation is due
     before it (a conversation's messages go in order)."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import Dispatcher
+    from relay.engine.runtime import Channels
     from relay.engine.verbs import operations
 
     batch = rt.config.settings.daemon.batch

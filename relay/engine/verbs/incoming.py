@@ -184,7 +184,7 @@ def opts_out(rt: Runtime, incoming: Incoming) -> bool:
 def poll(rt: Runtime, channel: str) -> inbound.IngestReport:
     """Ask one channel what arrived after its stored position and store it with its
     new position."""
-    from relay.engine.backends import Channels
+    from relay.engine.runtime import Channels
 
     position = channel_position(rt, channel)
     batch = Channels(rt).get(channel).poll(position)
