@@ -23,8 +23,7 @@ from sqlalchemy.orm import Session
 from relay.channels.base import Outbound, batch_sender
 from relay.engine.conversation import events
 from relay.engine.outbox import outcomes as delivery_outcomes
-from relay.engine.outbox.confirming import confirm
-from relay.engine.outbox.doubts import Doubt, Doubts
+from relay.engine.outbox.doubts import Doubt, Doubts, confirm
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox.screen import Handover, Ready, Screen
 from relay.engine.runtime import Channels, Runtime
@@ -326,7 +325,7 @@ class Dispatcher:
         self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """Just before the sends: is each row still ours, and may it still go?
-        (:mod:`relay.engine.outbox.confirming`)"""
+        (:func:`relay.engine.outbox.doubts.confirm`)"""
         return confirm(self.relay, group, claimed, SEND_LEASE, report, self._stalled)
 
     def _deliver(

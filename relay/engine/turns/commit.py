@@ -25,7 +25,7 @@ from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import events, scoped_state, transitions
-from relay.engine.outbox.outgoing import REJECTED_KEY, as_draft, outbound_row
+from relay.engine.outbox.outcomes import REJECTED_KEY, as_draft, outbound_row
 from relay.engine.turns import answers
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries
 from relay.store import outbox as outbox_rows
