@@ -85,8 +85,9 @@ class TwilioChannel:
     """``sms`` and ``whatsapp`` channel types (one class: WhatsApp is SMS with a
     ``whatsapp:`` prefix, a 24-hour session window and templates)."""
 
-    #: Outbound.thread is not read here (the outbox then does not look it up).
+    #: Outbound.thread and .unsubscribe_token are not read here (the outbox reads neither).
     threads = False
+    unsubscribe_links = False
 
     def __init__(self, name: str, kind: str, settings: Mapping[str, Any]) -> None:
         self.name = name

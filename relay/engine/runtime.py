@@ -172,8 +172,16 @@ class Channels:
     def threads(self, name: str) -> bool:
         """Whether channel ``name`` reads ``Outbound.thread`` (a channel says not with
         ``threads = False``): the outbox reads no thread for one that does not."""
+        return self._reads(name, "threads")
+
+    def links(self, name: str) -> bool:
+        """Whether channel ``name`` reads ``Outbound.unsubscribe_token`` (a channel says
+        not with ``unsubscribe_links = False``): the outbox then reads no token key."""
+        return self._reads(name, "unsubscribe_links")
+
+    def _reads(self, name: str, field: str) -> bool:
         try:
-            return bool(getattr(self.get(name), "threads", True))
+            return bool(getattr(self.get(name), field, True))
         except Exception:  # a channel that cannot be built fails its sends later
             return True
 

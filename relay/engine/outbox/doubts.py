@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -93,24 +94,7 @@ class Doubts:
         rows = doubts.claim_in_doubt(
             session, now, lease, limit, self.owner, message_id=message_id, instance_id=instance_id
         )
-        if not rows:
-            return []
-        facts = screen.Facts.read(session, rows)
-        return [
-            Doubt(
-                Outbound(
-                    message_id=row.id,
-                    instance_id=row.instance_id,
-                    to=facts.address(row.channel or "console", row.contact_id),
-                    text=row.body,
-                    idempotency_key=row.idempotency_key or str(row.id),
-                ),
-                row.channel or "console",
-                now + lease,
-                row.created_at,
-            )
-            for row in rows
-        ]
+        return leased(session, rows, now + lease)
 
     def resolve(self, asked: list[Doubt], report: DeliveryReport) -> bool:
         """Ask the channels about what :meth:`take` leased, outside any transaction,
@@ -176,6 +160,29 @@ class Doubts:
                 )
         locked_rows.write(session, locked.values())
         return requeued
+
+
+def leased(session: Session, rows: list[Any], until: datetime) -> list[Doubt]:
+    """The messages :func:`relay.store.doubts.claim_in_doubt` leased until ``until``,
+    as doubts to ask their channels about (none: no query)."""
+    if not rows:
+        return []
+    facts = screen.Facts.read(session, rows)
+    return [
+        Doubt(
+            Outbound(
+                message_id=row.id,
+                instance_id=row.instance_id,
+                to=facts.address(row.channel or "console", row.contact_id),
+                text=row.body,
+                idempotency_key=row.idempotency_key or str(row.id),
+            ),
+            row.channel or "console",
+            until,
+            row.created_at,
+        )
+        for row in rows
+    ]
 
 
 def confirm(

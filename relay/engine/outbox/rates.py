@@ -42,6 +42,9 @@ PERIODS = {
     "hour": timedelta(hours=1),
     "day": timedelta(days=1),
 }
+#: The settings of a channel that hold its deliveries to a rate; a channel with none
+#: of them is never asked about (:meth:`relay.engine.outbox.screen.Screen.limits_of`).
+KEYS = ("rate", "domain_rates", "warmup")
 #: Short forms people write: ``30/min``, ``500/h``, ``1000/d``.
 ALIASES = {
     "s": "second",
@@ -250,3 +253,32 @@ class MailLimits:
 
     def reset(self) -> None:
         self._pending.clear()
+
+
+@dataclass
+class Limits:
+    """A channel's rate limits, domain throttles and warm-up together: what the
+    outbox's screen asks before a delivery (``hold_until``) and tells after claiming
+    one (``count``)."""
+
+    config: Config
+    rates: RateLimits = field(init=False)
+    mail: MailLimits = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rates = RateLimits(self.config)
+        self.mail = MailLimits(self.config)
+
+    def hold_until(self, session: Session, channel: str, now: datetime, to: str) -> datetime | None:
+        """None if one more delivery to ``to`` fits now, else when it will."""
+        return self.rates.hold_until(session, channel, now) or self.mail.hold_until(
+            session, channel, now, to
+        )
+
+    def count(self, channel: str, to: str) -> None:
+        self.rates.count(channel)
+        self.mail.count(channel, to)
+
+    def reset(self) -> None:
+        self.rates.reset()
+        self.mail.reset()

@@ -1,24 +1,21 @@
 """The outbox's screen: which leased rows may go now, decided under the lease's locks.
 
-Run in the transaction that leases the rows: the outbox claim, or a turn
-commit that writes its new rows already leased (:meth:`Dispatcher.lease_new`);
-and again under the conversation's lock just before sending each group (on
-SQLite, not for a group sent straight after its claim).
-
-What may not go is ruled out (:func:`rule`: the contact opted out, the address
-is undeliverable, the conversation is paused or ended or the contact wrote
-since), what a sending window or a rate limit does not allow yet goes back to
-the queue with its time, and the rest becomes what the channel is handed
-(:class:`Outbound`). The screen also remembers, for the record of each send,
-when the message was written (a late delivery moves the heartbeat) and whether
-it is its conversation's first.
+Run in the transaction that leases the rows (the outbox claim, or a turn commit
+that writes its new rows already leased: :meth:`Dispatcher.lease_new`), and again
+under the conversation's lock just before sending each group (on SQLite, not for
+a group sent straight after its claim). What may not go is ruled out (:func:`rule`:
+opted out, undeliverable, paused, ended, superseded), what a sending window or a
+rate limit does not allow yet goes back to the queue with its time, and the rest
+becomes what the channel is handed (:class:`Outbound`). The screen also remembers,
+for the record of each send, when the message was written (a late delivery moves
+the heartbeat) and whether it is its conversation's first.
 
 Asking at the last moment is what makes an acknowledged ``relay cancel`` or
 ``relay pause`` final: a message written earlier (the rest of a multi-message
 turn, a retry waiting out its backoff, a send left ``sending`` by a crashed
-daemon) is held or cancelled here instead of reaching the contact afterwards.
-A SQLite claim asked a moment before holding the database's write lock, so no
-pause or cancel could come between (``relay.engine.outbox.dispatcher.FRESH``).
+daemon) is held or cancelled here instead of reaching the contact afterwards
+(a SQLite claim asked a moment before holding the database's write lock:
+``relay.engine.outbox.dispatcher.FRESH``).
 """
 
 from __future__ import annotations
@@ -33,15 +30,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from relay.channels.base import ContentTemplate, Outbound
-from relay.config import Config
-from relay.core.errors import RelayError
 from relay.core.ladder import from_json, kind_on, rung_of
 from relay.core.states import HEARTBEAT_STATE, State, delivers
 from relay.core.values import MessageStatus
 from relay.engine.contacts import unsubscribe
 from relay.engine.conversation import policy
 from relay.engine.outbox.outcomes import DeliveryReport
-from relay.engine.outbox.rates import MailLimits, RateLimits
+from relay.engine.outbox.rates import KEYS, Limits
 from relay.engine.runtime import Runtime
 from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts, queries
 from relay.store.locked_rows import MessageFields, MessageRow
@@ -73,8 +68,6 @@ class Ruling:
 
 
 GO = Ruling(Verdict.GO)
-#: How long a message whose hours can never be met waits before it is looked at again.
-NEVER_OPEN_RETRY = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -174,36 +167,6 @@ def _closed_kind(message: MessageFields, facts: Facts) -> str | None:
     return kind if (message.contact_id, kind) in facts.closed else None
 
 
-def window_opens(
-    message: MessageFields, facts: Facts, config: Config, now: datetime
-) -> datetime | None:
-    """When a proactive message (a first message, a follow-up) may go, if not now:
-    its sending window, the legal hours of the contact's place and its holidays
-    (:mod:`relay.engine.conversation.policy`).
-
-    Checked at send time, not only when the turn was scheduled: a message held by
-    a rate limit or a retry must not reach the contact at 3 a.m. because it was
-    written at 5 p.m.
-    """
-    if not message.proactive:
-        return None
-    instance = facts.instances.get(message.instance_id or "")
-    contact = facts.contacts.get(message.contact_id)
-    if contact is None:
-        return None
-    try:
-        window = policy.window_of(instance, config)
-        hold = policy.hold_for(window, contact.address, contact.timezone, config)
-        if hold.window is None and not hold.legal and not hold.holidays:
-            return None
-        opens = policy.opens(hold, now)
-    except RelayError:
-        # Hours that can never be met: held, never sent at a forbidden time (the
-        # heartbeat hands such a conversation to a person).
-        return now + NEVER_OPEN_RETRY
-    return opens if opens > now else None
-
-
 def apply(message: MessageFields, ruling: Ruling) -> None:
     """Record a ruling other than GO on the (locked) message row."""
     message.last_error = ruling.reason
@@ -257,18 +220,17 @@ class Screen:
     relay: Runtime
     #: Whether a channel reads ``Outbound.thread`` (:meth:`Channels.threads`).
     threads: Callable[[str], bool]
-    limits: RateLimits = field(init=False)
-    #: Per-domain throttles and warm-up ramps of email channels.
-    mail: MailLimits = field(init=False)
+    #: Whether it reads ``Outbound.unsubscribe_token`` (:meth:`Channels.links`).
+    links: Callable[[str], bool]
+    #: Rate limits, domain throttles and warm-up; built for the first channel with any.
+    limits: Limits | None = None
+    #: Whether each channel has a rate setting (:data:`relay.engine.outbox.rates.KEYS`).
+    limited: dict[str, bool] = field(default_factory=dict)
     #: When each screened message was written, until its send is recorded.
     written: dict[int, datetime] = field(default_factory=dict)
     #: Screened messages whose conversation had no delivery yet: recording one as
     #: sent also records the conversation's first delivery (for the funnel).
     firsts: set[int] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.limits = RateLimits(self.relay.config)
-        self.mail = MailLimits(self.relay.config)
 
     def __call__(
         self,
@@ -284,16 +246,10 @@ class Screen:
         (so not yet in the store as sent) are counted against the rate limits."""
         # Deliveries of an earlier batch are in the store as sent by now; only
         # this batch's are counted in memory (counting both would hold too many).
-        if not counted:
-            self._reset()
+        if not counted and self.limits is not None:
+            self.limits.reset()
         facts = Facts.read(session, batch)
-        # Asked once per channel, not per message (a channel that cannot be built is
-        # built again at every ask).
-        reads = {name: self.threads(name) for name in {m.channel or "console" for m in batch}}
-        threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
-        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
-        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
-        links = unsubscribe.tokens(session, now)
+        threads, links = self._handed(session, batch, facts, now)
         ready = []
         # Conversations with a message held here: their later ones in the batch
         # wait too (due at once, a claim takes them after the held one).
@@ -305,35 +261,62 @@ class Screen:
                 continue
             channel = message.channel or "console"
             to = facts.address(channel, message.contact_id)
-            later = window_opens(message, facts, self.relay.config, now)
-            later = later or self._limit(session, channel, to, now)
+            later = self._later(session, message, facts, to, now)
             if later is not None or message.instance_id in held:
                 claims.unlease_outbox_row(message, later or now)
                 if message.instance_id:
                     held.add(message.instance_id)
                 report.held += 1
                 continue
-            self._count(channel, to)
-            ready.append((_outbound(message, channel, facts, threads, links), channel))
+            if (limits := self.limits_of(channel)) is not None:
+                limits.count(channel, to)
+            ready.append((_outbound(message, channel, facts, threads, links[channel]), channel))
             self.written[message.id] = message.created_at
             instance = facts.instances.get(message.instance_id or "")
             if instance is not None and instance.first_delivered_at is None:
                 self.firsts.add(message.id)
         return ready
 
-    def _limit(self, session: Session, channel: str, to: str, now: datetime) -> datetime | None:
-        """When the channel's rate limits, domain throttles and warm-up allow one more."""
-        return self.limits.hold_until(session, channel, now) or self.mail.hold_until(
-            session, channel, now, to
-        )
+    def _handed(
+        self, session: Session, batch: list[MessageRow], facts: Facts, now: datetime
+    ) -> tuple[dict[str, tuple[str, ...]], dict[str, unsubscribe.UnsubscribeTokens | None]]:
+        """What the channels read besides the message: the conversations' threads, and
+        the token key of unsubscribe links (asked once per channel, not per message:
+        one that cannot be built is built again at every ask)."""
+        names = {m.channel or "console" for m in batch}
+        reads = {name: self.threads(name) for name in names}
+        threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
+        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
+        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
+        linked = {name for name in names if self.links(name)}
+        tokens = unsubscribe.tokens(session, now) if linked else None
+        return threads, {name: tokens if name in linked else None for name in names}
 
-    def _count(self, channel: str, to: str) -> None:
-        self.limits.count(channel)
-        self.mail.count(channel, to)
+    def _later(
+        self, session: Session, message: MessageRow, facts: Facts, to: str, now: datetime
+    ) -> datetime | None:
+        """When the sending window of a proactive message (:func:`policy.send_opens`) and
+        the channel's rate limits allow the message, if not now."""
+        contact = facts.contacts.get(message.contact_id)
+        later = None
+        if message.proactive and contact is not None:
+            instance = facts.instances.get(message.instance_id or "")
+            config = self.relay.config
+            later = policy.send_opens(instance, contact.address, contact.timezone, config, now)
+        channel = message.channel or "console"
+        limits = self.limits_of(channel)
+        if later is None and limits is not None:
+            later = limits.hold_until(session, channel, now, to)
+        return later
 
-    def _reset(self) -> None:
-        self.limits.reset()
-        self.mail.reset()
+    def limits_of(self, channel: str) -> Limits | None:
+        """The limits to ask for ``channel``; None when it has no rate setting."""
+        if channel not in self.limited:
+            get = self.relay.config.get
+            self.limited[channel] = any(get(f"channels.{channel}.{key}") for key in KEYS)
+        if self.limited[channel] and self.limits is None:
+            self.limits = Limits(self.relay.config)
+        return self.limits if self.limited[channel] else None
 
     def move_heartbeats(self, session: Session, sent: Iterable[tuple[Outbound, datetime]]) -> None:
         """A follow-up's countdown runs from its delivery, not from the decision: a
@@ -373,7 +356,7 @@ def _outbound(
     channel: str,
     facts: Facts,
     threads: dict[str, tuple[str, ...]],
-    links: unsubscribe.UnsubscribeTokens,
+    links: unsubscribe.UnsubscribeTokens | None,
 ) -> Outbound:
     """What the channel is handed for ``message``: the address it reaches the
     contact at, the thread, the subject, the unsubscribe link and template."""
@@ -387,7 +370,7 @@ def _outbound(
         idempotency_key=message.idempotency_key or str(message.id),
         thread=threads.get(message.instance_id or "", ()),
         subject=instance.subject if instance is not None else None,
-        unsubscribe_token=links.make(message.contact_id, message.instance_id),
+        unsubscribe_token=links.make(message.contact_id, message.instance_id) if links else None,
         last_inbound_at=contact.last_inbound_at,
         template=ContentTemplate.from_json(instance and instance.template),
     )
