@@ -34,6 +34,7 @@ from relay.core.errors import RelayError
 from relay.store.database import Store
 
 if TYPE_CHECKING:
+    from relay.agents.base import Agent
     from relay.channels.base import Channel
 
 MICRO = 1_000_000
@@ -139,11 +140,17 @@ def channel_problems_of(config: Config, channel: str, address: str | None = None
         return [exc.message]
 
 
-def agent_problems_of(config: Config, agent: str) -> list[str]:
-    from relay.agents.base import make_agent
+def build_agent(config: Config, name: str) -> Agent:
+    """Agent ``name`` as configured: its registered factory (``relay.agents.base.AGENTS``,
+    a built-in or an entry point) given its settings."""
+    from relay.agents.base import AGENTS  # off a read command's imports
 
+    return AGENTS.get(name)(agent_settings(config, name))
+
+
+def agent_problems_of(config: Config, agent: str) -> list[str]:
     try:
-        check = getattr(make_agent(agent, agent_settings(config, agent)), "check", None)
+        check = getattr(build_agent(config, agent), "check", None)
         return list(check()) if callable(check) else []
     except RelayError as exc:
         return [exc.message]
@@ -184,6 +191,24 @@ class Channels:
             return bool(getattr(self.get(name), field, True))
         except Exception:  # a channel that cannot be built fails its sends later
             return True
+
+
+def read_position(rt: Runtime, key: str) -> str | None:
+    """The stored read position of a channel (its name) or a notify target (its key).
+    A read: on SQLite it must not take the write lock (a daemon's poll would queue
+    behind its own pulse's writes for a value they never change)."""
+    from relay.store import arrivals  # the store's tables: off a read command's imports
+
+    with rt.store.read_transaction() as session:
+        return arrivals.channel_cursor(session, key)
+
+
+def move_position(rt: Runtime, key: str, *, read: str | None, position: str) -> bool:
+    """Move a stored read position (a notify target's) from ``read`` to ``position``."""
+    from relay.store import arrivals
+
+    with rt.store.transaction() as session:
+        return arrivals.advance_cursor(session, key, read=read, position=position, now=rt.now())
 
 
 def _share_regions(relay: Runtime, channel: Any) -> None:
