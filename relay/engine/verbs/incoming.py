@@ -61,7 +61,8 @@ def receive(
             assert message is not None
         view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
     # Committed: a STOP is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, opted_out, rt.now)
+    if opted_out:
+        settling.settle_all(rt.store, opted_out, rt.now)
     return view
 
 
@@ -100,7 +101,8 @@ def ingest(
         )
     # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
     # complaint) is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, report.opted_out, rt.now)
+    if report.opted_out:
+        settling.settle_all(rt.store, report.opted_out, rt.now)
     return report
 
 
