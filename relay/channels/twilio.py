@@ -85,9 +85,8 @@ class TwilioChannel:
     """``sms`` and ``whatsapp`` channel types (one class: WhatsApp is SMS with a
     ``whatsapp:`` prefix, a 24-hour session window and templates)."""
 
-    #: Outbound.thread and .unsubscribe_token are not read here (the outbox reads neither).
+    #: Outbound.thread is not read here (the outbox then does not look it up).
     threads = False
-    unsubscribe_links = False
 
     def __init__(self, name: str, kind: str, settings: Mapping[str, Any]) -> None:
         self.name = name
@@ -169,10 +168,13 @@ class TwilioChannel:
         read on ``clock`` (seconds since the epoch, the same in every process)."""
         self.pacer = SegmentPacer(self.pacer.per_second, clock, sleep, book)
 
-    def reconcile(self, message: Outbound, since: datetime) -> Reconciled:
+    def reconcile(
+        self, message: Outbound, since: datetime, taken: frozenset[str] = frozenset()
+    ) -> Reconciled:
         """Whether Twilio took ``message`` (handed over at or after ``since``, then
         relay crashed): is it in the Messages list of what our number sent the
-        recipient since that day? (A WhatsApp template's text is not the message's.)"""
+        recipient since that day, with its text and a sid that is not one of relay's
+        other messages (``taken``)? (A WhatsApp template's text is not the message's.)"""
         base = f"{self.api_url}/2010-04-01/Accounts/{self.account_sid}/Messages.json"
         params: dict[str, str] = {
             "To": self._address(message.to),
@@ -186,7 +188,7 @@ class TwilioChannel:
                 break
             data = self._request("GET", url, params=params).json()
             for item in data.get("messages") or []:
-                if _is_ours(item, message.text, since):
+                if str(item.get("sid") or "") not in taken and _is_ours(item, message.text, since):
                     return Reconciled(Fate.SENT, provider_id=str(item.get("sid") or ""))
             next_uri = data.get("next_page_uri")
             url, params = (self.api_url + next_uri, {}) if next_uri else (None, {})

@@ -54,6 +54,9 @@ class Doubt:
     #: The lease this dispatcher took on the row to ask about it.
     lease_until: datetime
     written: datetime
+    #: Provider ids relay recorded for other messages to the same recipient on the
+    #: channel: a listed message with one of them is not this one.
+    taken: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -102,17 +105,23 @@ class Doubts:
         second claim may send it)."""
         if not asked:
             return False
-        answers = [(doubt, self._ask(doubt)) for doubt in asked]
+        answers = []
+        found: set[str] = set()  # two doubts with one text: one listed message each
+        for doubt in asked:
+            answer, allowed = self._ask(doubt, doubt.taken | found)
+            if answer.fate is Fate.SENT and answer.provider_id:
+                found.add(answer.provider_id)
+            answers.append((doubt, (answer, allowed)))
         with self.relay.store.transaction() as session:
             return self._record(session, answers, report) > 0
 
-    def _ask(self, doubt: Doubt) -> tuple[Reconciled, bool]:
+    def _ask(self, doubt: Doubt, taken: frozenset[str]) -> tuple[Reconciled, bool]:
         """The channel's answer, and whether a second hand-over is allowed."""
         try:
             channel = self.channels.get(doubt.channel)
         except Exception as exc:
             return Reconciled(Fate.UNKNOWN, detail=f"channel {doubt.channel}: {exc}"), False
-        answer = reconcile(channel, doubt.outbound, doubt.written - CLOCK_SLACK)
+        answer = reconcile(channel, doubt.outbound, doubt.written - CLOCK_SLACK, taken)
         allowed = resend_safe(channel) or self.relay.config.settings.outbox.resend_unknown
         return answer, allowed
 
@@ -168,6 +177,8 @@ def leased(session: Session, rows: list[Any], until: datetime) -> list[Doubt]:
     if not rows:
         return []
     facts = screen.Facts.read(session, rows)
+    since = min(row.created_at for row in rows) - CLOCK_SLACK
+    taken = doubts.recorded_elsewhere(session, rows, since)
     return [
         Doubt(
             Outbound(
@@ -180,6 +191,7 @@ def leased(session: Session, rows: list[Any], until: datetime) -> list[Doubt]:
             row.channel or "console",
             until,
             row.created_at,
+            taken[(row.contact_id, row.channel or "console")],
         )
         for row in rows
     ]
