@@ -13,7 +13,7 @@ from relay.config import load_config
 from relay.core.legal_hours import Constraint, hours_for, next_allowed, parse_table, table, version
 from relay.core.windows import parse_window, zone
 from relay.engine.conversation import policy
-from relay.engine.conversation.places import place_of
+from relay.engine.conversation.policy import place_of
 
 FLORIDA, CONNECTICUT = "+13055550123", "+12035550100"
 TEXAS, CALIFORNIA = "+12145550100", "+14155550100"

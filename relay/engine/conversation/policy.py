@@ -8,14 +8,22 @@ public holidays of the contact's country. It goes when all of them allow it,
 read in the contact's time zone: its own, else the number's (each of them, when
 the number spans several), else ``[defaults] timezone``. The outbox's gate and
 the heartbeat ask the same question here, so they never disagree.
+
+Where a phone number is (its country, its US state or Canadian province, its
+time zones: :func:`place_of`) is read from the number alone with the
+phonenumbers library (its geocoder's description of the area code, its time
+zones of the number's prefix). A number keeps its area code when its owner
+moves (and ported or mobile numbers often do): the contact's own time zone
+(``relay contact set --tz``) wins over the number's, and docs/compliance.md
+says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from functools import cache
+from datetime import date, datetime, timedelta
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -23,13 +31,17 @@ from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
 from relay.config import Config
-from relay.core.errors import InvalidInput
-from relay.core.legal_hours import Constraint, Hours, next_allowed
+from relay.core.errors import InvalidInput, RelayError
+from relay.core.legal_hours import Constraint, Hours, hours_for, next_allowed, table
 from relay.core.windows import Window, parse_window, zone
 from relay.store import contact_rows
 
 if TYPE_CHECKING:
     from relay.store.locked_rows import InstanceFields
+
+
+#: How long a message whose hours can never be met waits before it is looked at again.
+NEVER_OPEN_RETRY = timedelta(hours=1)
 
 
 def window_of(instance: InstanceFields | Row[Any] | None, config: Config) -> Window | None:
@@ -77,8 +89,6 @@ def hold_for(window: Window | None, address: str, timezone: str | None, config: 
     compliance = config.settings.compliance
     place = None
     if address.startswith("+"):
-        from relay.engine.conversation.places import place_of
-
         place = place_of(address)
     if timezone:
         zones: tuple[ZoneInfo, ...] = (zone(timezone),)
@@ -106,6 +116,29 @@ def opens(hold: Hold, now: datetime) -> datetime:
         legal = " and ".join(h.name for h in hold.legal) or "the holidays"
         raise InvalidInput(f"the sending window never meets the legal hours of {legal}")
     return when
+
+
+def send_opens(
+    instance: InstanceFields | Row[Any] | None,
+    address: str,
+    timezone: str | None,
+    config: Config,
+    now: datetime,
+) -> datetime | None:
+    """When a proactive message (a first message, a follow-up) to the contact at
+    ``address`` may go, if not now. The outbox asks at send time, not only when the
+    turn was scheduled: a message held by a rate limit or a retry must not reach the
+    contact at 3 a.m. because it was written at 5 p.m."""
+    try:
+        hold = hold_for(window_of(instance, config), address, timezone, config)
+        if hold.window is None and not hold.legal and not hold.holidays:
+            return None
+        when = opens(hold, now)
+    except RelayError:
+        # Hours that can never be met: held, never sent at a forbidden time (the
+        # heartbeat hands such a conversation to a person).
+        return now + NEVER_OPEN_RETRY
+    return when if when > now else None
 
 
 def next_window_open(
@@ -158,3 +191,63 @@ def _holidays(country: str | None) -> Callable[[date], bool] | None:
     except NotImplementedError:
         return None
     return lambda day: day in calendar
+
+
+# -- where a phone number is -------------------------------------------------------------
+
+#: What the library answers for a prefix it cannot place.
+_UNKNOWN_ZONE = "Etc/Unknown"
+
+
+@dataclass(frozen=True)
+class Place:
+    country: str | None
+    subdivision: str | None
+    zones: tuple[str, ...]
+
+    @property
+    def code(self) -> str | None:
+        if self.country and self.subdivision:
+            return f"{self.country}-{self.subdivision}"
+        return self.country
+
+    def hours(self) -> list[Hours]:
+        return hours_for(self.country, self.subdivision)
+
+
+NOWHERE = Place(None, None, ())
+
+
+@lru_cache(maxsize=4096)
+def place_of(address: str) -> Place:
+    """The place of a phone number in E.164 (anything else: :data:`NOWHERE`)."""
+    if not address.startswith("+"):
+        return NOWHERE
+    import phonenumbers
+    from phonenumbers import geocoder, timezone
+
+    try:
+        number = phonenumbers.parse(address)
+    except phonenumbers.NumberParseException:
+        return NOWHERE
+    if not phonenumbers.is_valid_number(number):
+        return NOWHERE
+    country = phonenumbers.region_code_for_number(number)
+    zones = tuple(z for z in timezone.time_zones_for_number(number) if z != _UNKNOWN_ZONE)
+    subdivision = None
+    if country in ("US", "CA"):
+        subdivision = _subdivision(country, geocoder.description_for_number(number, "en"))
+    return Place(country, subdivision, zones)
+
+
+def _subdivision(country: str, description: str) -> str | None:
+    """``FL`` from "Florida" (a name the rules table knows) or "Miami, FL"."""
+    if not description:
+        return None
+    head, _, tail = description.rpartition(", ")
+    if head and len(tail) == 2 and tail.isalpha():
+        return tail.upper()
+    for place, hours in table().items():
+        if place.startswith(f"{country}-") and hours.name == description:
+            return place.split("-", 1)[1]
+    return None

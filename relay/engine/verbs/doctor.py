@@ -124,7 +124,7 @@ def _inbound_findings(session: Session) -> list[Finding]:
 
 def _backend_findings(relay: Runtime) -> list[Finding]:
     """Channels and the default agent that could not work (a missing secret)."""
-    from relay.engine.backends import agent_problems_of, channel_names, channel_problems_of
+    from relay.engine.runtime import agent_problems_of, channel_names, channel_problems_of
 
     config = relay.config
     findings = [
@@ -134,6 +134,8 @@ def _backend_findings(relay: Runtime) -> list[Finding]:
     ]
     agent = config.settings.agent.backend
     findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
+    if config.settings.intent.enabled and agent != "openai":  # [intent] asks its server
+        findings += [Finding("intent", p) for p in agent_problems_of(config, "openai")]
     return findings
 
 

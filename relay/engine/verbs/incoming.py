@@ -1,6 +1,6 @@
-"""What arrives: an inbound message given by hand (``relay receive``), a channel's
-batch (a poll or a pushed request) stored with its read position, and the stored
-read positions themselves (channels' and notify targets').
+"""What arrives: an inbound message given by hand (``relay receive``), and a
+channel's batch (a poll or a pushed request) stored with its read position (the
+positions themselves are read and moved in :mod:`relay.engine.runtime`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def receive(
     A message a channel delivers twice (same ``provider_message_id`` on the
     same channel) is recorded once; the second call returns the first row.
     The text is taken as a channel takes it: longer than
-    :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
+    :data:`~relay.engine.inbound.quarantine.MAX_INBOUND` it is cut, with a note on the row.
     """
     from relay.engine.contacts import settling
     from relay.engine.contacts.optouts import opted_out_in
@@ -52,16 +52,22 @@ def receive(
     body = (text or "").replace("\x00", "").strip()
     if not body:
         raise InvalidInput("message must not be empty")
-    arrival = inbound.Arrival(address, body, channel, provider_message_id)
+    words, intent = keywords(rt), None
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        intent = intents.label_of(rt, body, words)
+    arrival = inbound.Arrival(address, body, channel, provider_message_id, intent=intent)
     with rt.store.transaction() as session:
-        message = inbound.store_arrival(session, arrival, rt.now(), keywords=keywords(rt))
+        message = inbound.store_arrival(session, arrival, rt.now(), keywords=words)
         if message is None:
             assert provider_message_id is not None
             message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
             assert message is not None
         view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
     # Committed: a STOP is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, opted_out, rt.now)
+    if opted_out:
+        settling.settle_all(rt.store, opted_out, rt.now)
     return view
 
 
@@ -85,6 +91,10 @@ def ingest(
     from relay.engine.contacts import settling
     from relay.store import failures
 
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        incoming = intents.labelled(rt, channel, incoming, keywords(rt))
     try:
         report = failures.retry_conflicts(
             lambda: _ingest(rt, channel, incoming, read_from, taking, careful=False)
@@ -100,7 +110,8 @@ def ingest(
         )
     # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
     # complaint) is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, report.opted_out, rt.now)
+    if report.opted_out:
+        settling.settle_all(rt.store, report.opted_out, rt.now)
     return report
 
 
@@ -140,19 +151,6 @@ def _ingest(
         return report
 
 
-def move_position(rt: Runtime, key: str, *, read: str | None, position: str) -> bool:
-    """Move a stored read position (a notify target's) from ``read`` to ``position``."""
-    with rt.store.transaction() as session:
-        return arrivals.advance_cursor(session, key, read=read, position=position, now=rt.now())
-
-
-def channel_position(rt: Runtime, channel: str) -> str | None:
-    # A read: on SQLite it must not take the write lock (a daemon's poll
-    # would queue behind its own pulse's writes for a value they never change).
-    with rt.store.read_transaction() as session:
-        return arrivals.channel_cursor(session, channel)
-
-
 def soft_bounces(rt: Runtime) -> SoftBounces:
     """``[bounces]``: when repeated soft bounces mark an address undeliverable."""
     from relay.engine.contacts.bounce_marks import SoftBounces
@@ -164,9 +162,10 @@ def soft_bounces(rt: Runtime) -> SoftBounces:
 def keywords(rt: Runtime) -> inbound.Keywords:
     from relay.engine.inbound import ingest as inbound
 
-    optout = rt.config.settings.optout
-    scope = rt.config.settings.compliance.optout_scope
-    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope)
+    settings = rt.config.settings
+    optout, acts = settings.optout, settings.intent.opt_out
+    scope = settings.compliance.optout_scope
+    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope, acts)
 
 
 def opts_out(rt: Runtime, incoming: Incoming) -> bool:
@@ -184,8 +183,8 @@ def opts_out(rt: Runtime, incoming: Incoming) -> bool:
 def poll(rt: Runtime, channel: str) -> inbound.IngestReport:
     """Ask one channel what arrived after its stored position and store it with its
     new position."""
-    from relay.engine.backends import Channels
+    from relay.engine.runtime import Channels, read_position
 
-    position = channel_position(rt, channel)
+    position = read_position(rt, channel)
     batch = Channels(rt).get(channel).poll(position)
     return ingest(rt, channel, batch, read_from=position)
