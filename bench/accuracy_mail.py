@@ -201,11 +201,11 @@ def _recipients(got: dict[str, object]) -> list[str]:
     return list(bounce.get("recipients", []))  # type: ignore[union-attr]
 
 
-def return_dates() -> list[tuple[str, str, str]]:
-    """The return-date wordings (tests/data/mail/return_dates.json): share read right."""
+def return_dates(name: str = "return_dates.json") -> list[tuple[str, str, str]]:
+    """The return-date wordings (tests/data/mail/return_dates*.json): share read right."""
     from relay.channels.mail.autoreply import return_date
 
-    path = DATA / "return_dates.json"
+    path = DATA / name
     if not path.exists():
         return []
     cases = json.loads(path.read_text())
@@ -219,7 +219,8 @@ def return_dates() -> list[tuple[str, str, str]]:
         elif VERBOSE:
             print(f"  return date: {case['text']!r} -> {got} (want {case['expected']})")
     languages = len({c["language"] for c in cases})
-    return [(f"return date ({languages} languages)", _ratio(right, len(cases)), ">= 0.9")]
+    label = "" if name == "return_dates.json" else f", {path.stem}"
+    return [(f"return date ({languages} languages{label})", _ratio(right, len(cases)), ">= 0.9")]
 
 
 VERBOSE = False
@@ -252,6 +253,7 @@ def report() -> list[tuple[str, str, str]]:
         rows += [(f"mail (unseen {name}): {f}", v, t)
                  for f, v, t in figures([i for i in items if i[0].unseen == name]) if v != "n/a"]
     rows += [(f"mail: {f}", v, t) for f, v, t in return_dates()]
+    rows += [(f"mail: {f}", v, t) for f, v, t in return_dates("return_dates_after_rules.json")]
     return rows
 
 
