@@ -92,21 +92,26 @@ def test_every_written_set_stays_at_its_level() -> None:
         assert tp / (tp + fn) >= 0.98 and fp == 0, part
 
 
+MARCH_3 = datetime(2026, 3, 3, 9, tzinfo=UTC)
+
+
 @pytest.mark.parametrize(
-    ("text", "received", "expected"),
+    ("language", "text", "received", "expected"),
     [
         # "3.11." is a day and month, not 03:11
-        ("ich bin ab dem 3.11. wieder im Büro.", datetime(2026, 10, 26, tzinfo=UTC), "2026-11-03"),
+        ("de", "ich bin ab dem 3.11. wieder im Büro.", datetime(2026, 10, 26, tzinfo=UTC),
+         "2026-11-03"),
         # "out of office ... to" must not swallow "through 4/15"
-        (
-            "I'm out of office through 4/15 with no access to email.",
-            datetime(2026, 4, 6, tzinfo=UTC),
-            "2026-04-16",
-        ),
+        ("en", "I'm out of office through 4/15 with no access to email.",
+         datetime(2026, 4, 6, tzinfo=UTC), "2026-04-16"),
+        # return_dates_after_rules.json: a day alone, a weekday before its date, a range
+        ("en", "I'm out this week and back on the 9th.", MARCH_3, "2026-03-09"),
+        ("de", "Ab Montag, dem 16. März, bin ich wieder erreichbar.", MARCH_3, "2026-03-16"),
+        ("sv", "Jag har semester 4\u201320 mars.", MARCH_3, "2026-03-21"),
     ],
-)
-def test_blind_return_dates(text: str, received: datetime, expected: str) -> None:
-    got = return_date(text, received, language="de" if text.startswith("ich") else "en")
+)  # fmt: skip
+def test_blind_return_dates(language: str, text: str, received: datetime, expected: str) -> None:
+    got = return_date(text, received, language=language)
     assert got is not None and got.date().isoformat() == expected
 
 

@@ -172,7 +172,8 @@ _MAX_AHEAD = timedelta(days=366)
 #: Words that introduce the days away ("away July 10-31"): read only when a range follows.
 _AWAY = (
     r"away|out of (?:the )?office|off|on (?:vacation|holiday|leave)|abwesend|urlaub|absent|"
-    r"absente|ausente|fuera|assente|afwezig|ledig|frånvarande"
+    r"absente|ausente|fuera|assente|afwezig|ledig|frånvarande|semester|vakantie|verlof|vacaciones|"
+    r"f(?:é|e)rias|ferie|cong(?:é|e)s?|licen(?:ç|c)a"
 )
 
 
@@ -277,10 +278,15 @@ _LEADING = re.compile(
 
 #: A numeric day and month without a year ("3.11.", "15/01", "4/15"): dateparser may
 #: read "3.11" as a time of day.
+#: A day of the month alone ("back on the 9th"): dateparser may read "9th" as September.
+_ORDINAL_DAY = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)\b(?!\s*(?:of\s+)?[^\W\d_]{3,})", re.I)
 _DAY_MONTH = re.compile(r"^(\d{1,2})[./](\d{1,2})\.?(?![\d/]|\.\d|\s*(?:am|pm|uhr|h)\b)", re.I)
 
 
 def _numeric(segment: str, today: date, order: str) -> date | None:
+    ordinal = _ORDINAL_DAY.match(segment.strip())
+    if ordinal:
+        return _day_of_month(int(ordinal.group(1)), today)
     found = _DAY_MONTH.match(segment.strip())
     if not found:
         return None
@@ -291,6 +297,20 @@ def _numeric(segment: str, today: date, order: str) -> date | None:
     except ValueError:
         return None
     return moment if moment > today else _next_year(moment, today, found.group())
+
+
+def _day_of_month(day: int, today: date) -> date | None:
+    """The next such day of a month: this month's if it is still ahead, else next month's."""
+    year, month = today.year, today.month
+    for _ in range(3):
+        try:
+            moment = date(year, month, day)
+        except ValueError:
+            moment = None
+        if moment and moment > today:
+            return moment
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return None
 
 
 def _search(segment: str, language: str, received: datetime, order: str) -> date | None:
@@ -311,9 +331,16 @@ def _search(segment: str, language: str, received: datetime, order: str) -> date
         results = search_dates(segment, languages=[language], settings=settings)
     except (ValueError, OverflowError, TypeError):
         return None
-    for said, moment in results or ():
-        if not re.search(r"\d|[^\W\d_]{3,}", said) or said.strip().lower() in _NOT_DATES:
-            continue
+    found = [
+        (said, moment)
+        for said, moment in results or ()
+        if re.search(r"\d|[^\W\d_]{3,}", said) and said.strip().lower() not in _NOT_DATES
+    ]
+    # "Ab Montag, dem 16. März": the weekday names the date that follows it
+    dated = [(said, moment) for said, moment in found[1:3] if re.search(r"\d", said)]
+    if found and not re.search(r"\d", found[0][0]) and dated:
+        found = dated
+    for said, moment in found:
         day = moment.date()
         if day <= base.date() and not re.search(r"\d{4}", said):
             day = _next_year(day, base.date(), said)
