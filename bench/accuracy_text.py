@@ -51,6 +51,8 @@ def split(name: str) -> str:
         return "after-fixes"
     if name.startswith("written_after_round2:"):
         return "after-round2"
+    if name.startswith("written_after_round3:"):
+        return "after-round3"
     if name.startswith("crisp/") or name.startswith("written_after_rules:"):
         return "unseen"
     return "held-out" if zlib.crc32(name.encode()) % 4 == 0 else "dev"
@@ -255,7 +257,7 @@ def report() -> list[tuple[str, str, str]]:
         rows.append((f"reply stripping, unseen {corpus}", _ratio(passed, len(cases)), ">= 0.85"))
         rows.append((f"reply new text kept, unseen {corpus}", _ratio(kept, len(cases)), ">= 0.98"))
     scores = optout_scores()
-    for part in ("dev", "held-out", "blind", "after-fixes", "after-round2"):
+    for part in ("dev", "held-out", "blind", "after-fixes", "after-round2", "after-round3"):
         tp, fp, fn = scores.get(part, (0, 0, 0))
         rows.append((f"opt-out recall, {part}", _ratio(tp, tp + fn), ">= 0.90"))
         rows.append((f"opt-out precision, {part}", _ratio(tp, tp + fp), ">= 0.97"))
