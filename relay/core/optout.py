@@ -33,6 +33,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from relay.core.optout_cues import says_opt_out_by_cues
 from relay.core.optout_phrases import (
     KEEP_WANTED,
     NEGATED,
@@ -129,7 +130,8 @@ def is_opt_out(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:
     # "Hört auf!" is the keyword "aufhören" (but "Hört, hört!" is not)
     if _only_keywords(_HORT_AUF.sub("aufhoren", norm), wanted, reasons=True):
         return True
-    return any(_says_opt_out(sentence) for sentence in _SENTENCES.split(norm))
+    sentences = [" ".join(sentence.split()) for sentence in _SENTENCES.split(norm)]
+    return any(_says_opt_out(s) or says_opt_out_by_cues(s) for s in sentences)
 
 
 def is_opt_in(text: str, keywords: Iterable[str] = OPT_IN_WORDS) -> bool:
