@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from relay.core.optout_cues import says_opt_out_by_cues
 from relay.core.optout_phrases import (
+    FEWER,
     KEEP_WANTED,
     NEGATED,
     NOT_BEFORE,
@@ -53,8 +54,8 @@ LOCAL_OPT_OUT_WORDS = (
     "DESABONNEMENT", "DESINSCRIPTION", "STOPP", "ABMELDEN", "ABBESTELLEN", "AUSTRAGEN",
     "DISISCRIZIONE", "DISISCRIVIMI", "CANCELLAMI", "AFMELDEN", "UITSCHRIJVEN",
     # "that's enough" / "stop it" said to the sender: "Hört auf!", "basta!", "Chega!"
-    "ABMELDUNG", "DESCADASTRO", "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA", "SMETTILA",
-    "AUFHOREN",
+    "UNSUB", "ABMELDUNG", "DESCADASTRO", "BASTA", "CHEGA", "ARRETEZ", "PAREM", "SMETTETELA",
+    "SMETTILA", "AUFHOREN",
 )  # fmt: skip
 
 _SENTENCES = re.compile(r"[.!?;\n]+|(?:^|\s)[-\u2013]+(?:\s|$)")
@@ -112,7 +113,7 @@ def _only_keywords(text: str, wanted: set[str], *, reasons: bool) -> bool:
 
 def _says_opt_out(sentence: str) -> bool:
     sentence = " ".join(sentence.split())
-    if KEEP_WANTED.search(sentence):
+    if KEEP_WANTED.search(sentence) or FEWER.search(sentence):
         return False
     for pattern in _STOP_RE:
         for match in pattern.finditer(sentence):

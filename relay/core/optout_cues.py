@@ -62,7 +62,7 @@ _GUARD = re.compile(
     # wanting the sender to go on
     r"|don'?t\s+stop|no\s+par\w*|no\s+dej\w*|nao\s+par\w*|nao\s+deix\w*|n'arret\w*|nicht\s+auf"
     r"|non\s+smett\w*|niet\s+met|stop\s+niet"
-    r"|keep|sigue|seguir|continu\w*|weiter|blijf\w*)\b"
+    r"|keep|sigue|seguir|continu\w*|weiter|blijf\w*)\b|\bnicht\s+(?:\w+\s+){0,4}auf\b"
 )
 #: A thing named after the verb ("stop sending the paper invoices", "la fattura", "das PDF").
 _THING = re.compile(
@@ -81,17 +81,58 @@ _STOP_CONTACT = re.compile(
     r"(?!\s+(?:everyone|everybody|him|her|them|people|my\s+(?:mom|dad|wife|husband|sister|brother)))"
 )
 #: "N'arrêtez pas", "Ne pas arrêter": French negation around the verb.
-_FR_NOT = re.compile(r"\bn'(?:arret|cess)\w*\s+(?:jamais|pas)\b|\bne\s+(?:pas|jamais)\s+(?:arret|cess)")
+_FR_NOT = re.compile(
+    r"\bn'(?:arret|cess)\w*\s+(?:jamais|pas)\b|\bne\s+(?:pas|jamais)\s+(?:arret|cess)"
+)
+#: Myself: the pronoun, or a verb's clitic ("escribirme", "scrivermi", "rimuovetemi").
+_ME = r"me|mi|m'|mij|mich|mir|moi|us|nos"
+#: Don't write to me, without a time or a place ("No me escribas antes de las 10", "Schreib
+#: mir nicht hier"): "Ya les dije que no me escriban", "Sie sollen mir nicht schreiben".
+_PROHIBIT = re.compile(
+    rf"\b(?:{_NEG})\s+(?:\w+\s+)?(?:{_ME})\s*(?:\w+\s+){{0,2}}?(?:{_CONTACT.pattern})"
+    rf"|\b(?:{_NEG})\s+(?=\w+(?:me|mi)\b)(?:{_CONTACT.pattern})"
+    rf"|\b(?:{_ME})\s+(?:bitte\s+)?(?:nicht|niet)\s+(?:\w+\s+)?(?:{_CONTACT.pattern})"
+    rf"|(?:{_CONTACT.pattern})\s+sie\s+(?:mir|mich)\s+(?:bitte\s+)?nicht\s*(?:wieder\s*)?$"
+)
+_WHEN_OR_WHERE = re.compile(
+    r"\b(?:before|after|until|till|antes|despues|hasta|avant|apres|vor|nach|bis|prima|dopo|voor|na|tot"
+    r"|here|aqui|ici|hier|qui|hoy|today|heute|oggi|vandaag|aujourd'hui|hoje|tonight|esta\s+noche"
+    r"|now|ahora|agora|maintenant|jetzt|adesso|ora|nu|right\s+now|yet|todavia|ainda|encore|noch|ancora"
+    r"|this\s+(?:address|email|number)|est[ea]\s+(?:correo|numero|direccion)|ess[ea]\s+(?:email|numero)"
+    r"|cette\s+adresse|ce\s+numero|diese\s+(?:adresse|nummer)|questo\s+(?:indirizzo|numero)"
+    r"|dit\s+(?:adres|nummer))\b|\d"
+)
+#: Removing myself, at the end of what is said: "por favor borrenme", "me removam",
+#: "merci de me retirer", "rimuovetemi", "haal me eraf", "entfernen Sie mich".
+_REMOVE_ME = re.compile(
+    r"(?:\b(?:borr|elimin|quit|sac|remov|rimuov|togli|cancell)\w*(?:me|mi)"
+    r"|\bme\s+(?:remov|tir|exclu|apag|retir|supprim|desinscri)\w*|\bm'enlev\w*"
+    r"|\bremove\s+me|\bhaal\s+(?:me|mij)\s+(?:er)?af|\b(?:entfernen|streichen|loschen)\s+sie\s+mich)"
+    r"\s*(?:please|pls|por\s+favor|pf|pfv|svp|stp|merci|bitte|per\s+favore|aub|graag|thanks|gracias"
+    r"|obrigad[oa]|grazie|danke|bedankt)?\W*$"
+)
+#: Nothing more received: "Je ne veux plus rien recevoir", "Ich will nichts mehr ... bekommen".
+_NOTHING_MORE = re.compile(
+    r"\b(?:nada\s+mas|nada\s+mais|mais\s+nada|rien|nichts\s+mehr|niks\s+meer|niets\s+meer|piu\s+nulla"
+    r"|piu\s+niente|nulla\s+piu|nothing\s+(?:more|else))\b.*\b(?:recib\w*|receb\w*|recevoir|bekommen"
+    r"|erhalten|ontvangen|ricever\w*|receive|get)\b"
+    r"|\b(?:recibir|receber|recevoir|ricevere|receive)\s+(?:nada\s+mas|nada\s+mais|mais\s+nada|rien"
+    r"|piu\s+nulla|piu\s+niente|nothing\s+(?:more|else))\b"
+)
 
 
 def says_opt_out_by_cues(sentence: str) -> bool:
     """Whether a normalised sentence joins a cue of stopping or of no more to one of
     contacting, with none of the guards (see the module docstring)."""
-    if not _CONTACT.search(sentence) or _GUARD.search(sentence) or _THING.search(sentence):
+    if _GUARD.search(sentence) or _THING.search(sentence) or KEEP_WANTED.search(sentence):
         return False
-    if KEEP_WANTED.search(sentence) or _FR_NOT.search(sentence):
+    if _REMOVE_ME.search(sentence) or _NOTHING_MORE.search(sentence):
+        return True
+    if not _CONTACT.search(sentence) or _FR_NOT.search(sentence):
         return False
     for match in _STOP_CONTACT.finditer(sentence):
         if not NOT_BEFORE.search(sentence[: match.start()]):
             return True
+    if _PROHIBIT.search(sentence) and not _WHEN_OR_WHERE.search(sentence):
+        return True
     return bool(_NO_MORE.search(sentence))

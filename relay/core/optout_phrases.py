@@ -36,7 +36,7 @@ REASON = re.compile(
     r"|ca\s+(?:ne\s+)?m'interesse\s+pas|mauvais\s+numero|numero\s+sbagliato|verkeerd\s+nummer"
     # "Stop it. I don't know you", "I never gave you my number, stop", "Please stop. I've asked"
     r"|(?:i\s+)?don'?t\s+know\s+(?:you|u)|never\s+gave\s+(?:you|u)\s+my\s+(?:number|email|address)"
-    r"|(?:i'?ve|i\s+have|i)\s+(?:already\s+)?asked"
+    r"|(?:i'?ve|i\s+have|i)\s+(?:already\s+)?asked|keep\s+telling\s+you|(?:already\s+)?told\s+you"
     # "This is the 4th message this week", "Das ist jetzt die dritte Nachricht"
     rf"|(?:\d+(?:st|nd|rd|th|e|o|a)?|second|third|fourth|fifth|zweite|dritte|vierte|deuxieme|troisieme"
     rf"|secondo|terzo|quarto|tweede|derde|vierde|segundo|tercer|terceira|terceiro|cuarto|quarta)"
@@ -48,6 +48,8 @@ KEEP_WANTED = re.compile(
     r"|(?:will|mochte)\s+nicht\s*,?\s+dass|non\s+voglio\s+che|wil\s+niet\s+dat)\b"
     r".{0,40}\b(?:stop|dej|par[ae]|arret|cess|aufhor|smett|stopp)\w*"
 )
+#: Wanting fewer messages is not wanting none ("I just want fewer emails").
+FEWER = re.compile(r"\b(?:fewer|less\s+often|menos|moins|weniger|meno|minder|seltener)\b")
 #: A negation right before a wording turns it around ("Don't remove me from the list",
 #: "No me borren de la lista", "Non toglietemi dalla lista").
 NEGATED = re.compile(
@@ -158,6 +160,9 @@ PHRASES = [
     rf"\b(?:don'?t|do\s+not|no\s+longer)\s+(?:want|wish|need|like)\s+(?:to\s+)?(?:receive|get)\s+"
     rf"(?:\w+\s+){{0,2}}(?:{_EN_THINGS}|communications?|newsletters?)\b",
     r"\bcease\s+(?:all\s+)?(?:communications?|contact)\b",
+    r"\bremove\s+(?:me|us)\s+from\s+(?:all\s+)?(?:future\s+)?(?:communications?|mailings?|emails?"
+    r"|messages?)\b|\bmy\s+(?:email|e-mail|number|details|data|address|info)\s+(?:\w+\s+)?"
+    r"(?:removed|deleted|erased|taken\s+off)\b",
     r"\bopt\s+(?:me|us)\s+out\b|\btake\s+(?:me|us)\s+off\s*(?:please|pls|thanks|now)?\s*$",
     # "I'll report this as spam if you don't stop emailing me"
     r"\bif\s+(?:you|u)\s+(?:don'?t|do\s+not)\s+stop\b",
@@ -178,7 +183,9 @@ PHRASES = [
     r"\s+(?:\w+\s+)?)?(?:de|del|da|do|dessa|desta)\s+(?:\w+\s+){0,2}(?:lista|listas|base|cadastro"
     r"|contactos|contatos)\b",
     r"\b(?:elimin|borr)\w*\s+(?:mis\s+datos|mi\s+(?:numero|correo|email|contacto|telefono))\b",
-    r"\bno\s+(?:quiero|deseo|queremos)\s+(?:recibir\s+)?(?:mas|ningun)\b",
+    rf"\bno\s+(?:quiero|deseo|queremos)\s+(?:recibir\s+)?(?:mas|ningun\w*)\s*(?:$|nada\b|de\s+(?:ustedes"
+    rf"|usted|su|sus|vuestr\w*)\b|(?:{_CONTENT})\b)",
+    r"\b(?:don'?t|do\s+not)\s+want\s+any\s*more\s+of\s+(?:these|this|those|your)\b",
     r"\bno\s+mas\s+(?:mensajes|correos|emails|llamadas|sms)\b",
     r"\bcancelar\s+(?:la\s+|mi\s+|a\s+|minha\s+)?(?:suscripcion|subscripcion|inscricao|subscricao"
     r"|assinatura)\b",
@@ -228,7 +235,8 @@ PHRASES = [
     r"|anrufe|werbung|newsletter)\b",
     r"\bnehmen\s+sie\s+mich\s+aus\s+(?:\w+\s+)?(?:verteiler|liste|datenbank|kartei)",
     r"\blass(?:en\s+sie|t)?\s+mich\s+(?:bitte\s+|endlich\s+|doch\s+)?in\s+ruhe\b",
-    r"\b(?:nehm|streich|entfern|trag|losch)\w*\s+(?:sie\s+|ihr\s+)?(?:mich|uns)\s+(?:(?!nicht\b)\w+\s+){0,2}"
+    r"\b(?:nehm|streich|entfern|trag|losch)\w*\s+(?:sie\s+|ihr\s+)?(?:mich|uns|meine\s+(?:mail|e-mail"
+    r"|adresse|nummer|daten))\s+(?:(?!nicht\b)\w+\s+){0,2}"
     r"(?:aus|von)\s+(?:\w+\s+)?(?:verteiler|\w*listen?|datenbank|kartei|newsletter|adressbuch)\b",
     r"\baus\s+dem\s+(?:\w+\s+)?(?:verteiler|newsletter)\s+(?:nehmen|streichen|entfernen|austragen)\b",
     r"\bmeine\s+(?:nummer|daten|adresse|e-mail(?:-adresse)?|emailadresse|kontaktdaten|telefonnummer)\s+"
