@@ -54,6 +54,16 @@ import accuracy_text  # noqa: E402
         "kindly refrain from contacting me in the future",
         "Borrenme de todas sus listas",
         "Sofortige Abmeldung bitte",
+        # the cues (relay/core/optout_cues.py), and round 4 (after-round3 set)
+        "Hi, please stop reaching out, we're not looking for this service",
+        "no me contacten de nuevo por favor",
+        "ne me recontactez pas svp",
+        "Bitte schicken Sie mir nichts mehr",
+        "Stuur me alsjeblieft niks meer",
+        "No estoy interesado, por favor borrenme",
+        "Ich habe Ihnen schon gesagt, Sie sollen mir nicht schreiben",
+        "Je ne veux plus rien recevoir de votre société",
+        "Unsub",
     ],
 )
 def test_fixed_opt_outs(text: str) -> None:
@@ -79,6 +89,14 @@ def test_fixed_opt_outs(text: str) -> None:
         "Remove John from the thread, he's on leave",
         "Potete cancellare il mio vecchio indirizzo e mettere quello nuovo?",
         "Hört, hört!",
+        "Unsubscribe isn't what I meant, I just want fewer emails",
+        "No quiero mas reuniones esta semana, estoy a tope",
+        "Não me ligue agora, estou em reunião",
+        "Hört bloß nicht mit dem Newsletter auf, der ist super",
+        "Not sure what to write anymore, but eh.",
+        "Stop calling everyone saying I might have cancer.",
+        "No me escribas antes de las 10",
+        "Schreib mir nicht hier, sondern bei WhatsApp",
     ],
 )
 def test_innocent_look_alikes(text: str) -> None:
@@ -87,7 +105,7 @@ def test_innocent_look_alikes(text: str) -> None:
 
 def test_every_written_set_stays_at_its_level() -> None:
     scores = accuracy_text.optout_scores()
-    for part in ("blind", "after-fixes", "after-round2"):
+    for part in ("blind", "after-fixes", "after-round2", "after-round3"):
         tp, fp, fn = scores[part]
         assert tp / (tp + fn) >= 0.98 and fp == 0, part
 
