@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt, Rejected
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
@@ -236,7 +235,7 @@ def _merged(items: list[tuple[int, str]]) -> Incoming:
     rejected: list[Rejected] = []
     for push_id, text in items:
         try:
-            arrived = pushed.loads(text)
+            arrived = Incoming.loads(text)
         except (ValueError, TypeError, KeyError) as exc:
             reason = f"push {push_id} unreadable: {type(exc).__name__}: {exc}"
             rejected.append(Rejected(reason=reason[:500], raw=text))

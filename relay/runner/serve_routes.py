@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from relay.channels import pushed, telegram, twilio, twilio_signature, webhook
+from relay.channels import telegram, twilio, twilio_signature, webhook
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.core.values import InboundKind
@@ -98,7 +98,7 @@ class Endpoint:
             return
         now = time.time()
         messages = [with_content_id(item, now) for item in incoming.messages]
-        text = pushed.dumps(replace(incoming, messages=messages))
+        text = replace(incoming, messages=messages).dumps()
         await self.store_push(name, text, self.relay.now())
 
     async def ingest(self, name: str, incoming: Incoming) -> None:
