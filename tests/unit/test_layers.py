@@ -96,7 +96,10 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 50
 #: The modules over the guideline, each with why it is one piece (issue 27: a
 #: module is cut along its meaning, never only to fit a line count). Keep it short.
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES = {
+    "engine/contacts/addresses.py": "the contact book: an address normalised, the contact it"
+    " names found or created, its other addresses and the chats bound to it",
+}
 
 
 def _module_lines() -> dict[str, int]:
