@@ -259,6 +259,8 @@ def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) ->
 
 
 class PushWriter:
+    """The app's one writer of what the requests pushed (see the module)."""
+
     def __init__(self, store: Store) -> None:
         self.store = store
         self.queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
