@@ -182,17 +182,12 @@ class Incoming:
     rejected: Sequence[Rejected] = ()
 
     def dumps(self) -> str:
-        """A pushed request as one line of ASCII JSON, as ``relay serve`` stores it
-        (the ``pushes`` table) for the daemon to read back (:meth:`loads`): the
-        messages and receipts (a push has no position and nothing rejected). A NUL
-        or a lone surrogate is escaped (``\\u0000``), so the row stores on either
-        database, and the daemon's ingest cleans it as it cleans a poll's."""
+        """A pushed request as ``relay serve`` stores it (``pushes``) for the daemon
+        (:meth:`loads`): messages and receipts as ASCII JSON (a NUL is ``\\u0000``:
+        the row stores on either database; the daemon's ingest cleans it)."""
+        items = {"messages": self.messages, "receipts": self.receipts}
         return json.dumps(
-            {
-                "messages": [_plain(item) for item in self.messages],
-                "receipts": [_plain(item) for item in self.receipts],
-            },
-            separators=(",", ":"),
+            {k: [_plain(i) for i in v] for k, v in items.items()}, separators=(",", ":")
         )
 
     @classmethod
