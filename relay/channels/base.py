@@ -185,10 +185,9 @@ class Incoming:
         """A pushed request as ``relay serve`` stores it (``pushes``) for the daemon
         (:meth:`loads`): messages and receipts as ASCII JSON (a NUL is ``\\u0000``:
         the row stores on either database; the daemon's ingest cleans it)."""
-        items = {"messages": self.messages, "receipts": self.receipts}
-        return json.dumps(
-            {k: [_plain(i) for i in v] for k, v in items.items()}, separators=(",", ":")
-        )
+        messages = [_plain(item) for item in self.messages]
+        receipts = [_plain(item) for item in self.receipts]
+        return json.dumps({"messages": messages, "receipts": receipts}, separators=(",", ":"))
 
     @classmethod
     def loads(cls, text: str) -> Incoming:
