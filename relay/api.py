@@ -44,7 +44,7 @@ from relay.store.opening import open_store
 
 if TYPE_CHECKING:
     from relay.channels.base import Incoming
-    from relay.engine.contacts.chat_links import ChatLink
+    from relay.engine.contacts.addresses import ChatLink
     from relay.engine.inbound.ingest import IngestReport
     from relay.engine.verbs.campaigns import ImportReport
     from relay.engine.verbs.doctor import Finding

@@ -40,7 +40,7 @@ from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsV
 from relay.engine.views.status import DaemonView, StatusView
 
 if TYPE_CHECKING:  # loaded on first use (_LAZY); ``X as X``: re-exported
-    from relay.engine.contacts.chat_links import ChatLink as ChatLink
+    from relay.engine.contacts.addresses import ChatLink as ChatLink
     from relay.engine.runtime import channels_of_type as channels_of_type
     from relay.engine.verbs.campaigns import ImportReport as ImportReport
     from relay.engine.verbs.drafts import DraftView as DraftView
@@ -69,7 +69,7 @@ __all__ = [
 #: Names loaded on first use: most commands never import a CSV, parse --meta, link
 #: a chat or configure the daemon's logging.
 _LAZY = {
-    "ChatLink": "relay.engine.contacts.chat_links",
+    "ChatLink": "relay.engine.contacts.addresses",
     "DraftView": "relay.engine.verbs.drafts",
     "Erasure": "relay.engine.verbs.privacy",
     "MailCheck": "relay.engine.verbs.mail_dns",

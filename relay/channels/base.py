@@ -18,8 +18,9 @@ Push channels (Twilio, webhooks) hand the same :class:`Incoming` to
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -179,6 +180,65 @@ class Incoming:
     receipts: Sequence[Receipt] = ()
     cursor: str | None = None
     rejected: Sequence[Rejected] = ()
+
+    def dumps(self) -> str:
+        """A pushed request as ``relay serve`` stores it (``pushes``) for the daemon
+        (:meth:`loads`): messages and receipts as ASCII JSON (a NUL is ``\\u0000``:
+        the row stores on either database; the daemon's ingest cleans it)."""
+        messages = [_plain(item) for item in self.messages]
+        receipts = [_plain(item) for item in self.receipts]
+        return json.dumps({"messages": messages, "receipts": receipts}, separators=(",", ":"))
+
+    @classmethod
+    def loads(cls, text: str) -> Incoming:
+        data = json.loads(text)
+        return cls(
+            messages=[Inbound(**_inbound(item)) for item in data.get("messages", ())],
+            receipts=[Receipt(**_receipt(item)) for item in data.get("receipts", ())],
+        )
+
+
+#: The fields of a pushed item that hold a time (as ISO 8601 text in the JSON).
+_TIMES = frozenset({"received_at", "resume_at", "at"})
+#: Each class's fields and their defaults (``fields()`` costs more than the rest).
+_FIELDS = {
+    cls: tuple((field.name, field.default) for field in fields(cls)) for cls in (Inbound, Receipt)
+}
+
+
+def _plain(item: Inbound | Receipt) -> dict[str, Any]:
+    """The fields that differ from their defaults, times as ISO text."""
+    out: dict[str, Any] = {}
+    for name, default in _FIELDS[type(item)]:
+        value = getattr(item, name)
+        if value == default:
+            continue
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def _times(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: datetime.fromisoformat(value) if key in _TIMES and value is not None else value
+        for key, value in data.items()
+    }
+
+
+def _inbound(data: dict[str, Any]) -> dict[str, Any]:
+    values = _times(data)
+    values["references"] = tuple(values.get("references", ()))
+    values["kind"] = InboundKind(values.get("kind", InboundKind.MESSAGE))
+    return values
+
+
+def _receipt(data: dict[str, Any]) -> dict[str, Any]:
+    values = _times(data)
+    values["status"] = DeliveryStatus(values["status"])
+    return values
 
 
 class Channel(Protocol):

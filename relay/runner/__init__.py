@@ -5,9 +5,9 @@ daemon run in the foreground: PID file and lock around it) and ``pulse`` (one
 pass over all due work: what ``relay tick`` and each daemon pulse run, the
 pushes ``relay serve`` stored taken first), ``summary`` (the daemon's line a
 minute), ``process`` (the daemon as an OS process: PID file, single-daemon
-lock, detaching, stopping), ``serve``, ``serve_routes`` and ``serve_writer``
-(``relay serve``: the app, its handlers and what they share, the writer that
-stores what they take), ``metrics`` (its ``/metrics``), ``logs`` (text or JSON
+lock, detaching, stopping), ``serve`` and ``serve_routes`` (``relay serve``: the
+app and the one writer that stores what the requests bring; the handlers and
+what they share), ``metrics`` (its ``/metrics``, loaded at the first scrape), ``logs`` (text or JSON
 logs of those processes), ``retention`` (what the daemon prunes) and ``demo``
 (``relay demo``).
 """

@@ -150,26 +150,21 @@ def exposition(relay: Runtime) -> bytes:
     return generate_latest(registry)
 
 
-class MetricsEndpoint:
+async def handle(relay: Runtime, request: Request) -> Response:
     """``GET /metrics``; with ``[metrics] token_env`` set, only for
-    ``Authorization: Bearer <token>``."""
-
-    def __init__(self, relay: Runtime) -> None:
-        self.relay = relay
-        settings = relay.config.settings.metrics
-        self.token_env = settings.token_env
-
-    async def handle(self, request: Request) -> Response:
-        if self.token_env:
-            token = os.environ.get(self.token_env)
-            if not token:
-                return PlainTextResponse(f"{self.token_env} is not set\n", status_code=503)
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return PlainTextResponse(
-                    "missing or wrong bearer token\n",
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        body = await run_in_threadpool(exposition, self.relay)
-        return Response(body, media_type=CONTENT_TYPE)
+    ``Authorization: Bearer <token>``. (:func:`relay.runner.serve.build_app` loads
+    this module at the first scrape: a server nobody scrapes runs none of it.)"""
+    token_env = relay.config.settings.metrics.token_env
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            return PlainTextResponse(f"{token_env} is not set\n", status_code=503)
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return PlainTextResponse(
+                "missing or wrong bearer token\n",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+    body = await run_in_threadpool(exposition, relay)
+    return Response(body, media_type=CONTENT_TYPE)

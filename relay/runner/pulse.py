@@ -5,7 +5,7 @@ messages, replies, follow-ups, resumes), then the outbox delivers what the
 turns wrote. Turns repeat within the pass while new ones fall due (a
 conversation that ends promotes a queued one, which is started at once).
 
-What ``relay serve`` stored as it came (:mod:`relay.runner.serve_writer`) is
+What ``relay serve`` stored as it came (:class:`relay.runner.serve.PushWriter`) is
 taken first (:func:`take_pushes`): it becomes transcript rows, opt-outs and
 receipts by the same :func:`relay.engine.verbs.incoming.ingest` a poll uses, the
 pushes deleted in that transaction. A push whose JSON cannot be read is kept
@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt, Rejected
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
@@ -236,7 +235,7 @@ def _merged(items: list[tuple[int, str]]) -> Incoming:
     rejected: list[Rejected] = []
     for push_id, text in items:
         try:
-            arrived = pushed.loads(text)
+            arrived = Incoming.loads(text)
         except (ValueError, TypeError, KeyError) as exc:
             reason = f"push {push_id} unreadable: {type(exc).__name__}: {exc}"
             rejected.append(Rejected(reason=reason[:500], raw=text))

@@ -13,6 +13,7 @@ import hmac
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,14 +24,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
-from relay.channels import pushed, telegram, twilio, twilio_signature, webhook
+from relay.channels import telegram, twilio, twilio_signature, webhook
 from relay.channels.base import Inbound, Incoming
 from relay.core.errors import RelayError
 from relay.core.values import InboundKind
 from relay.engine.contacts.unsubscribe import ONE_CLICK
 from relay.engine.runtime import Channels, Runtime, channel_kind
 from relay.engine.verbs import incoming as incoming_verbs
-from relay.runner.serve_writer import PushWriter
 
 log = logging.getLogger("relay.serve")
 
@@ -48,15 +48,20 @@ class Refused(Exception):
         self.reason = reason
 
 
-class Endpoint:
-    """The handlers, over one one relay's runtime: what a request brings is stored by
-    the one :class:`PushWriter` and taken into the transcript by the daemon."""
+#: Stores one push (channel, the Incoming as JSON, when) and returns once committed.
+StorePush = Callable[[str, str, datetime], Awaitable[None]]
 
-    def __init__(self, relay: Runtime, max_body: int = MAX_BODY) -> None:
+
+class Endpoint:
+    """The handlers, over one relay's runtime: what a request brings is stored by
+    ``store_push`` (the app's one writer, :class:`relay.runner.serve.PushWriter`)
+    and taken into the transcript by the daemon."""
+
+    def __init__(self, relay: Runtime, store_push: StorePush, max_body: int = MAX_BODY) -> None:
         self.relay = relay
+        self.store_push = store_push
         self.max_body = max_body
         self.channels = Channels(relay)
-        self.writer = PushWriter(relay.store)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -84,7 +89,7 @@ class Endpoint:
             raise Refused(500, f"channel {name}: {exc.message}") from None
 
     async def push(self, name: str, incoming: Incoming) -> None:
-        """Store what arrived for the daemon (:mod:`relay.runner.serve_writer`);
+        """Store what arrived for the daemon (``store_push``);
         returns once it is committed. An opt-out is not left waiting for a daemon:
         it is ingested at once (:meth:`ingest`), so that its answer means nothing
         more will leave for that contact."""
@@ -93,8 +98,8 @@ class Endpoint:
             return
         now = time.time()
         messages = [with_content_id(item, now) for item in incoming.messages]
-        text = pushed.dumps(replace(incoming, messages=messages))
-        await self.writer.store_push(name, text, self.relay.now())
+        text = replace(incoming, messages=messages).dumps()
+        await self.store_push(name, text, self.relay.now())
 
     async def ingest(self, name: str, incoming: Incoming) -> None:
         """Store and apply what arrived at once, in a worker thread (an opt-out,

@@ -89,18 +89,40 @@ def test_command_modules_do_not_import_the_cli_entry_point() -> None:
     assert bad == []
 
 
-MAX_MODULE_LINES = 400
+#: A guideline: a module over this many lines is listed in :data:`LONG_MODULES`.
+MODULE_GUIDELINE = 400
+#: The ceiling no module passes, listed or not.
+MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 50
+#: The modules over the guideline, each with why it is one piece (issue 27: a
+#: module is cut along its meaning, never only to fit a line count). Keep it short.
+LONG_MODULES = {
+    "engine/contacts/addresses.py": "the contact book: an address normalised, the contact it"
+    " names found or created, its other addresses and the chats bound to it",
+}
 
 
-def test_no_module_is_over_400_lines() -> None:
-    long = [
-        f"{name} has {lines} lines"
+def _module_lines() -> dict[str, int]:
+    return {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
         for path in sorted(ROOT.rglob("*.py"))
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
-        and (name := str(path.relative_to(ROOT)))
-    ]
+    }
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = [f"{name} has {n} lines" for name, n in _module_lines().items() if n > MAX_MODULE_LINES]
     assert long == []
+
+
+def test_a_module_over_400_lines_says_why_it_is_one_piece() -> None:
+    lines = _module_lines()
+    unlisted = [
+        f"{name} has {n} lines: cut it along its meaning, or list it in LONG_MODULES with why"
+        for name, n in lines.items()
+        if n > MODULE_GUIDELINE and name not in LONG_MODULES
+    ]
+    stale = [name for name in LONG_MODULES if lines.get(name, 0) <= MODULE_GUIDELINE]
+    assert unlisted == [] and stale == []
 
 
 def test_no_function_is_over_50_lines() -> None:

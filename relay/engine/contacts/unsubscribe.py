@@ -60,8 +60,9 @@ class UnsubscribeTokens:
 
     def mac(self, payload: str) -> str:
         """The MAC under the store's key, URL- and Telegram-safe (``[A-Za-z0-9_-]``);
-        other tokens (:mod:`relay.engine.contacts.chat_links`) sign their own payloads with it,
-        prefixed so that no payload of one kind is ever one of another."""
+        other tokens (a chat link's, :mod:`relay.engine.contacts.addresses`) sign their
+        own payloads with it, prefixed so that no payload of one kind is ever one of
+        another."""
         digest = hmac.new(self.key, payload.encode("utf-8"), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:MAC_BYTES]).decode("ascii").rstrip("=")
 

@@ -44,13 +44,13 @@ def built_channel(rt: Context, name: str) -> Any:
 
 def reach(rt: Runtime, channel: str, address: str) -> str:
     """Where ``channel`` reaches the contact ``address``: its bound chat, if any."""
-    from relay.engine.contacts import chat_links
+    from relay.engine.contacts.addresses import reach
 
     with rt.store.read_transaction() as session:
         person = queries.contact_by_address(session, address)
         if person is None:
             return address
-        return chat_links.reach(session, channel, person.id, address)
+        return reach(session, channel, person.id, address)
 
 
 def channel_type(rt: Runtime, channel: str) -> str:

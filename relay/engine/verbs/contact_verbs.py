@@ -26,7 +26,7 @@ from relay.engine.views.marks import UndeliverableMark
 from relay.store import contact_addresses, contact_rows, queries
 
 if TYPE_CHECKING:
-    from relay.engine.contacts.chat_links import ChatLink
+    from relay.engine.contacts.addresses import ChatLink
     from relay.engine.verbs.optout_lists import OptOutImport
     from relay.store.models import Contact
 
@@ -39,11 +39,10 @@ def _contact(rt: Runtime, session: Session, address: str, *, create: bool) -> Co
 
 def contact_link(rt: Context, channel: str, contact: str) -> ChatLink:
     """The ``t.me/<bot>?start=<token>`` link binding a chat on ``channel`` to
-    ``contact`` (see :mod:`relay.engine.contacts.chat_links`)."""
-    from relay.engine.contacts import chat_links
+    ``contact`` (see :mod:`relay.engine.contacts.addresses`)."""
     from relay.engine.verbs.backend_checks import built_channel
 
-    return chat_links.link(rt, channel, built_channel(rt, channel), contact)
+    return contacts.link(rt, channel, built_channel(rt, channel), contact)
 
 
 def contact(rt: Runtime, contact: str) -> ContactView:

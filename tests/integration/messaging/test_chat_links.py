@@ -13,7 +13,7 @@ from messaging_fakes import FakeTelegram
 from sqlalchemy import func, select
 
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine.contacts import chat_links, unsubscribe
+from relay.engine.contacts import addresses, unsubscribe
 from relay.runner.pulse import Pulse
 from relay.store.models import Contact, ContactAlias, EventRow, Instance, Message
 
@@ -66,12 +66,12 @@ def test_the_link_names_the_bot_and_an_unforgeable_token(relay: Any) -> None:
     with relay.store.transaction() as session:
         keys = unsubscribe.tokens(session, relay.now())
         contact_id = session.scalar(select(Contact.id).where(Contact.address == ANN))
-        assert chat_links.read_start_token(keys, "tg", token) == contact_id
-        assert chat_links.read_start_token(keys, "other", token) is None  # another bot
+        assert addresses.read_start_token(keys, "tg", token) == contact_id
+        assert addresses.read_start_token(keys, "other", token) is None  # another bot
         forged = f"{contact_id + 1}-{token.partition('-')[2]}"
-        assert chat_links.read_start_token(keys, "tg", forged) is None
+        assert addresses.read_start_token(keys, "tg", forged) is None
         # An unsubscribe MAC over the same numbers is no start token, and the reverse.
-        assert chat_links.read_start_token(keys, "tg", f"{contact_id}-{keys.mac('1.-')}") is None
+        assert addresses.read_start_token(keys, "tg", f"{contact_id}-{keys.mac('1.-')}") is None
     assert len(token) <= 64
 
 

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from sqlalchemy import func, insert, select, text
 
-from relay.channels import pushed
 from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.values import DeliveryStatus, InboundKind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse, take_all, take_pushes
-from relay.runner.serve_writer import PushWriter
+from relay.runner.serve import PushWriter
 from relay.store import claims, failures, pushes
 from relay.store.tables import inbound_rejects, messages
 from relay.store.tables import pushes as pushes_table
@@ -32,7 +31,7 @@ def count(relay: Any, table: Any) -> int:
 
 
 def reply(n: int) -> str:
-    return pushed.dumps(Incoming(messages=[Inbound(PHONE, f"reply {n}", None, f"SM{n}")]))
+    return Incoming(messages=[Inbound(PHONE, f"reply {n}", None, f"SM{n}")]).dumps()
 
 
 def test_an_incoming_survives_its_json_whole() -> None:
@@ -45,9 +44,9 @@ def test_an_incoming_survives_its_json_whole() -> None:
         ],
         receipts=[Receipt("SM9", DeliveryStatus.UNDELIVERED, "30003", True, True, at, "spam")],
     )  # fmt: skip
-    text = pushed.dumps(incoming)
+    text = incoming.dumps()
     assert text.isascii()  # a NUL or a lone surrogate is escaped: the row always stores
-    back = pushed.loads(text)
+    back = Incoming.loads(text)
     assert list(back.messages) == list(incoming.messages)
     assert list(back.receipts) == list(incoming.receipts)
 
@@ -64,7 +63,7 @@ def test_every_acknowledged_push_is_stored(make_relay: Any, db_url: str) -> None
     asyncio.run(burst())
     with relay.store.read_transaction() as session:
         stored = session.scalars(select(pushes_table.c.incoming).order_by(pushes_table.c.id))
-        texts = {pushed.loads(t).messages[0].text for t in stored}
+        texts = {Incoming.loads(t).messages[0].text for t in stored}
     assert texts == {f"reply {n}" for n in range(61)}
 
 
