@@ -90,6 +90,10 @@ def main() -> int:
         ("daemon peak RSS (MB)", f"{figures['peak_rss_mb']:.0f}"),
         ("daemon CPU ms per follow-up", f"{figures['cpu_ms_per_followup']:.3f}"),
     ]
+    table.append(("fixed raw reference CPU ms per follow-up (issue 31)",
+                  f"{figures['small_reference_cpu_ms_per_followup']:.4f}"))
+    table.append(("daemon CPU over the fixed reference",
+                  f"{figures['cpu_ratio_to_small_reference']:.1f}x"))
     if "server_cpu_ms_per_followup" in figures:
         table.append(("server CPU ms per follow-up",
                       f"{figures['server_cpu_ms_per_followup']:.3f}"))
@@ -177,6 +181,10 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
                    exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
     figures.update(measured)
+    # Issue 31's fixed reference: cheap (tens of ms), so always, the median of five.
+    small = sorted(reference_small(bench.folder, args.due) for _ in range(5))[2]
+    figures["small_reference_cpu_ms_per_followup"] = small
+    figures["cpu_ratio_to_small_reference"] = round(figures["cpu_ms_per_followup"] / small, 1)
     if relay.store.dialect == "sqlite" and not args.no_reference:
         figures.update(_references(bench.url, args.due))
     return figures
@@ -322,6 +330,45 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
     cpu = time.process_time() - cpu_started
     conn.close()
     return round(len(ids) / elapsed, 1), round(cpu / len(ids) * 1000, 4)
+
+
+def reference_small(folder: Any, count: int) -> float:
+    """Issue 31's fixed reference: raw sqlite3, per follow-up one UPDATE and two
+    INSERTs into three small unindexed tables (rowid keys only) of a file of its
+    own, 100 per transaction, WAL, ``synchronous=NORMAL``; its CPU milliseconds per
+    follow-up. The same in every tree, so relay's CPU over it compares runs."""
+    path = folder / "reference.db"
+    path.unlink(missing_ok=True)
+    for extra in ("-wal", "-shm"):
+        (folder / f"reference.db{extra}").unlink(missing_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE conversation (id INTEGER PRIMARY KEY, state TEXT, "
+                 "follow_ups INTEGER, due_at TEXT, updated_at TEXT)")
+    conn.execute("CREATE TABLE message (id INTEGER PRIMARY KEY, conversation INTEGER, "
+                 "body TEXT, status TEXT, created_at TEXT)")
+    conn.execute("CREATE TABLE change (id INTEGER PRIMARY KEY, conversation INTEGER, "
+                 "from_state TEXT, to_state TEXT, created_at TEXT)")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO conversation VALUES (?, 'WAITING_FOR_REPLY', 0, NULL, NULL)",
+                     [(i,) for i in range(count)])
+    conn.execute("COMMIT")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    cpu_started = time.process_time()
+    for offset in range(0, count, 100):
+        conn.execute("BEGIN IMMEDIATE")
+        for cid in range(offset, min(offset + 100, count)):
+            conn.execute("UPDATE conversation SET follow_ups = follow_ups + 1, due_at = ?, "
+                         "updated_at = ? WHERE id = ?", (stamp, stamp, cid))
+            conn.execute("INSERT INTO message (conversation, body, status, created_at) "
+                         "VALUES (?, 'Just following up', 'sent', ?)", (cid, stamp))
+            conn.execute("INSERT INTO change (conversation, from_state, to_state, created_at) "
+                         "VALUES (?, 'FOLLOWING_UP', 'WAITING_FOR_REPLY', ?)", (cid, stamp))
+        conn.execute("COMMIT")
+    cpu = time.process_time() - cpu_started
+    conn.close()
+    return round(cpu / count * 1000, 5)
 
 
 def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
