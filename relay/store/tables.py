@@ -259,8 +259,9 @@ events = Table(
     Column("instance_id", String(16), index=True),
     Column("actor", String(64)),
     # What ``relay events`` shows as ``data``; NULL for a state change, whose
-    # ``data`` is made from the four columns below (which only it has).
-    Column("data", JSON),
+    # ``data`` is made from the four columns below (which only it has). None is
+    # SQL NULL, not JSON's null.
+    Column("data", JSON(none_as_null=True)),
     Column("created_at", TIME, nullable=False),
     Column("from_state", String(32)),
     Column("to_state", String(32)),
