@@ -16,13 +16,20 @@ cores and, on PostgreSQL, the server's CPU per follow-up are taken over the
 same span. Lateness is each follow-up's ``sent_at`` minus the first heartbeat
 firing (all fall due at once: the p99 of a burst).
 
-On SQLite the reference is raw ``sqlite3`` doing the writes a follow-up needs at
-minimum (an UPDATE of the instance and two INSERTs, a message and a transition;
-transactions of 100) on the same file, same pragmas, just after the daemons.
-A second reference does every row write relay does for a follow-up (10
-statements in relay's 3 transactions, see ``reference_sqlite_full``): the
+Issue 31's fixed reference, printed in every run: raw ``sqlite3`` doing one
+UPDATE and two INSERTs per follow-up into three small unindexed tables of a file
+of its own (100 per transaction, WAL, ``synchronous=NORMAL``,
+``reference_small``); the daemon's CPU per follow-up over its CPU per follow-up
+is the figure issue 31 sets (<= 50x).
+
+On SQLite two more references: raw ``sqlite3`` doing the writes a follow-up needs
+at minimum (an UPDATE of the instance and two INSERTs, a message and a state
+change; transactions of 100) into relay's own tables on the same file, same
+pragmas, just after the daemons; and every row write relay does for a follow-up
+(8 statements in relay's 3 transactions, see ``reference_sqlite_full``): the
 database's share of relay's cost, with nothing decided in Python.
 
+    python bench/daemon_throughput.py --due 5000 --no-reference   # issue 31: CPU over the fixed reference
     python bench/daemon_throughput.py --due 10000
     python bench/daemon_throughput.py --daemons 4 \
         --database postgresql://postgres@127.0.0.1:5432/postgres
@@ -269,7 +276,7 @@ def _figures(reader: ReadOnly, first_id: int, due_at: datetime,
     sent = [_parse(v) for (v,) in reader.rows(
         "SELECT sent_at FROM messages WHERE id > ? AND status = 'sent'", first_id)]
     first_firing = reader.scalar(
-        "SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires'")
+        "SELECT min(created_at) FROM events WHERE event = 'heartbeat_fires'")
     if not sent or first_firing is None:
         raise SystemExit("nothing was sent before the daemons stopped (--max-seconds?)")
     fired = _parse(first_firing)
@@ -322,9 +329,9 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
                 "'console', 'message', ?, 1, 1, ?, ?)",
                 (iid, contacts[iid], f"ref-{iid}-{os.getpid()}", stamp, stamp))
             conn.execute(
-                "INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
-                "created_at) VALUES (?, 'HEARTBEAT_SCHEDULED', 'WAITING_FOR_REPLY', "
-                "'followup_sent', 'agent', ?)", (iid, stamp))
+                "INSERT INTO events (kind, instance_id, from_state, to_state, event, actor, "
+                "created_at) VALUES ('state.changed', ?, 'HEARTBEAT_SCHEDULED', "
+                "'WAITING_FOR_REPLY', 'followup_sent', 'agent', ?)", (iid, stamp))
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
@@ -373,17 +380,19 @@ def reference_small(folder: Any, count: int) -> float:
 
 def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
     """Raw sqlite3 doing every row write relay does for a follow-up, in relay's
-    transactions, batches of 100: the firing (instance UPDATE, transition and
-    event INSERTs), the turn commit (instance UPDATE, the message INSERTed leased
-    to its sender, transition and two event INSERTs) and the record of the send
-    (message UPDATE, event INSERT): 10 statements over 3 transactions. What a
-    follow-up costs the database alone, with no decision taken in Python."""
+    transactions, batches of 100: the firing (instance UPDATE, the state change's
+    INSERT into the record), the turn commit (instance UPDATE, the message
+    INSERTed leased to its sender, the state change's and the queued message's
+    rows) and the record of the send (message UPDATE, its row): 8 statements over
+    3 transactions. What a follow-up costs the database alone, with no decision
+    taken in Python."""
     conn, ids, contacts, stamp = _reference_store(url, count)
     data = '{"from": "WAITING_FOR_REPLY", "to": "FOLLOWING_UP", "event": "heartbeat_fires"}'
     event = ("INSERT INTO events (kind, instance_id, actor, data, created_at) "
              "VALUES (?, ?, 'relay', ?, ?)")
-    transition = ("INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
-                  "created_at) VALUES (?, 'WAITING_FOR_REPLY', 'FOLLOWING_UP', 'x', 'relay', ?)")
+    change = ("INSERT INTO events (kind, instance_id, from_state, to_state, event, actor, "
+              "created_at) VALUES ('state.changed', ?, 'WAITING_FOR_REPLY', 'FOLLOWING_UP', "
+              "'x', 'relay', ?)")
     started = time.perf_counter()
     cpu_started = time.process_time()
     for offset in range(0, len(ids), 100):
@@ -393,8 +402,7 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
             conn.execute("UPDATE instances SET state = 'FOLLOWING_UP', version = version + 1, "
                          "updated_at = ?, next_heartbeat_at = NULL, lease_owner = 'ref', "
                          "lease_expires_at = ? WHERE id = ?", (stamp, stamp, iid))
-            conn.execute(transition, (iid, stamp))
-            conn.execute(event, ("state", iid, data, stamp))
+            conn.execute(change, (iid, stamp))
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")  # the turn commit
         message_ids = []
@@ -410,8 +418,7 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
                 "'Just following up', 'sending', 'console', 'message', ?, 1, 1, ?, ?, 'ref')",
                 (iid, contacts[iid], f"full-{iid}-{os.getpid()}", stamp, stamp))
             message_ids.append(cursor.lastrowid)
-            conn.execute(transition, (iid, stamp))
-            conn.execute(event, ("state", iid, data, stamp))
+            conn.execute(change, (iid, stamp))
             conn.execute(event, ("outbound", iid, data, stamp))
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")  # the record of the sends
