@@ -1,7 +1,10 @@
 """Where a phone number is: its country, its US state or Canadian province, its time zones.
 
-Read from the number alone with the phonenumbers library (its geocoder's
-description of the area code, its time zones of the number's prefix), so a
+Read from the number alone with the phonenumbers library (its time zones of the
+number's prefix) and, for a US or Canadian number's state or province, the table
+made from its geocoder's descriptions of the prefixes
+(:mod:`relay.engine.conversation.area_table`: the geocoder itself costs a daemon
+0.3 s of CPU and 100 MB to import), so a
 contact without a time zone of its own is still written to in its local hours
 and under its place's legal hours (:mod:`relay.core.legal_hours`). A number
 keeps its area code when its owner moves (and ported or mobile numbers often
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
 from relay.core.legal_hours import Hours, hours_for, table
 
@@ -45,7 +49,7 @@ def place_of(address: str) -> Place:
     if not address.startswith("+"):
         return NOWHERE
     import phonenumbers
-    from phonenumbers import geocoder, timezone
+    from phonenumbers import timezone
 
     try:
         number = phonenumbers.parse(address)
@@ -56,19 +60,53 @@ def place_of(address: str) -> Place:
     country = phonenumbers.region_code_for_number(number)
     zones = tuple(z for z in timezone.time_zones_for_number(number) if z != _UNKNOWN_ZONE)
     subdivision = None
-    if country in ("US", "CA"):
-        subdivision = _subdivision(country, geocoder.description_for_number(number, "en"))
+    kind = phonenumbers.number_type(number)
+    if country in ("US", "CA") and phonenumbers.is_number_type_geographical(kind, 1):
+        digits = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
+        subdivision = subdivision_of(country, _area_answer(digits))
     return Place(country, subdivision, zones)
 
 
-def _subdivision(country: str, description: str) -> str | None:
-    """``FL`` from "Florida" (a name the rules table knows) or "Miami, FL"."""
-    if not description:
-        return None
+def answer_of(description: str) -> str:
+    """What a geocoder description says of a subdivision: ``FL`` from "Miami, FL",
+    ``US-FL`` from "Florida" (a name the rules table knows, of that country only),
+    else nothing ("")."""
     head, _, tail = description.rpartition(", ")
     if head and len(tail) == 2 and tail.isalpha():
         return tail.upper()
     for place, hours in table().items():
-        if place.startswith(f"{country}-") and hours.name == description:
-            return place.split("-", 1)[1]
-    return None
+        if "-" in place and hours.name == description:
+            return place
+    return ""
+
+
+def subdivision_of(country: str, answer: str) -> str | None:
+    """The subdivision of a number of ``country`` with the table's ``answer``."""
+    if "-" in answer:
+        of, subdivision = answer.split("-", 1)
+        return subdivision if of == country else None
+    return answer or None
+
+
+def _area_answer(digits: str) -> str:
+    """The answer of the longest prefix of ``digits`` in the table ("": none)."""
+    areas = _areas()
+    for length in range(min(len(digits), 7), 3, -1):
+        found = areas.get(digits[:length])
+        if found is not None:
+            return found
+    return ""
+
+
+@lru_cache(maxsize=1)
+def _areas() -> dict[str, str]:
+    """The table by prefix (``relay/core/data/nanp_areas.txt``; see area_table)."""
+    text = resources.files("relay.core").joinpath("data", "nanp_areas.txt").read_text()
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        area, answer, rest = line.split("\t")
+        found[area] = answer
+        for group in filter(None, rest.split(";")):
+            answer, suffixes = group.split(":", 1)
+            found.update((area + suffix, answer) for suffix in suffixes.split())
+    return found
