@@ -29,7 +29,7 @@ pragmas, just after the daemons; and every row write relay does for a follow-up
 (8 statements in relay's 3 transactions, see ``reference_sqlite_full``): the
 database's share of relay's cost, with nothing decided in Python.
 
-    python bench/daemon_throughput.py --due 5000 --no-reference   # issue 31: CPU over the fixed reference
+    python bench/daemon_throughput.py --due 5000 --no-reference   # issue 31: over the reference
     python bench/daemon_throughput.py --due 10000
     python bench/daemon_throughput.py --daemons 4 \
         --database postgresql://postgres@127.0.0.1:5432/postgres

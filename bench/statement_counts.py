@@ -45,33 +45,8 @@ def main() -> int:
         clock.advance(timedelta(hours=1))
         _work_off(pulse, args.count)  # warm: statements prepared, caches filled
         clock.advance(timedelta(hours=1))
-        statements: Counter[str] = Counter()
-        connections: list[Any] = []
-
-        def count(sql: str) -> None:
-            word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
-            table = _TABLE.search(sql)
-            statements[f"{word} {table.group(1) if table else ''}".strip()] += 1
-
-        engine = relay.store.engine
+        statements, written = _counted(relay, pulse, args.count)
         dialect = relay.store.dialect
-        if dialect == "sqlite":
-            engine.dispose()  # new connections, each traced from its opening
-
-            def traced(dbapi: Any, _record: Any) -> None:
-                dbapi.set_trace_callback(count)
-                connections.append((dbapi, dbapi.total_changes))
-
-            event.listen(engine, "connect", traced)
-        else:
-
-            def sent(_c: Any, _cur: Any, sql: str, params: Any, _ctx: Any, many: bool) -> None:
-                for _ in params if many and isinstance(params, list | tuple) else [None]:
-                    count(sql)
-
-            event.listen(engine, "before_cursor_execute", sent)
-        _work_off(pulse, args.count)
-        written = sum(c.total_changes - before for c, before in connections)
         relay.store.dispose()
     per = args.count
     figures = {
@@ -91,6 +66,38 @@ def main() -> int:
     for key, value in figures["statements"].items():
         print(f"  {value:7.3f}  {key}")
     return 0
+
+
+def _counted(relay: Any, pulse: Pulse, count_of: int) -> tuple[Counter[str], int]:
+    """Work off the due follow-ups, counting statements (and, on SQLite, rows written)."""
+    statements: Counter[str] = Counter()
+    connections: list[Any] = []
+
+    def count(sql: str) -> None:
+        word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
+        table = _TABLE.search(sql)
+        statements[f"{word} {table.group(1) if table else ''}".strip()] += 1
+
+    engine = relay.store.engine
+    dialect = relay.store.dialect
+    if dialect == "sqlite":
+        engine.dispose()  # new connections, each traced from its opening
+
+        def traced(dbapi: Any, _record: Any) -> None:
+            dbapi.set_trace_callback(count)
+            connections.append((dbapi, dbapi.total_changes))
+
+        event.listen(engine, "connect", traced)
+    else:
+
+        def sent(_c: Any, _cur: Any, sql: str, params: Any, _ctx: Any, many: bool) -> None:
+            for _ in params if many and isinstance(params, list | tuple) else [None]:
+                count(sql)
+
+        event.listen(engine, "before_cursor_execute", sent)
+    _work_off(pulse, count_of)
+    written = sum(c.total_changes - before for c, before in connections)
+    return statements, written
 
 
 def _work_off(pulse: Pulse, count: int) -> None:
