@@ -61,13 +61,21 @@ def place_of(address: str) -> Place:
         number = phonenumbers.parse(address)
     except phonenumbers.NumberParseException:
         return NOWHERE
-    if not phonenumbers.is_valid_number(number):
-        return NOWHERE
+    # The number's region, worked out once (a +1 number is tried against every
+    # region of the plan): is_valid_number, number_type and time_zones_for_number
+    # would each work it out again.
     country = phonenumbers.region_code_for_number(number)
-    zones = tuple(z for z in timezone.time_zones_for_number(number) if z != _UNKNOWN_ZONE)
-    subdivision = None
+    if not phonenumbers.is_valid_number_for_region(number, country):
+        return NOWHERE
     kind = phonenumbers.number_type(number)
-    if country in ("US", "CA") and phonenumbers.is_number_type_geographical(kind, 1):
+    geographical = phonenumbers.is_number_type_geographical(kind, number.country_code)
+    if geographical:
+        found = timezone.time_zones_for_geographical_number(number)
+    else:
+        found = timezone.time_zones_for_number(number)
+    zones = tuple(z for z in found if z != _UNKNOWN_ZONE)
+    subdivision = None
+    if country in ("US", "CA") and geographical:
         digits = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
         subdivision = subdivision_of(country, _area_answer(digits))
     return Place(country, subdivision, zones)
