@@ -65,10 +65,10 @@ def place_of(address: str) -> Place:
     # region of the plan): is_valid_number, number_type and time_zones_for_number
     # would each work it out again.
     country = phonenumbers.region_code_for_number(number)
-    if not phonenumbers.is_valid_number_for_region(number, country):
+    if country is None or not phonenumbers.is_valid_number_for_region(number, country):
         return NOWHERE
     kind = phonenumbers.number_type(number)
-    geographical = phonenumbers.is_number_type_geographical(kind, number.country_code)
+    geographical = phonenumbers.is_number_type_geographical(kind, number.country_code or 0)
     if geographical:
         found = timezone.time_zones_for_geographical_number(number)
     else:
