@@ -8,6 +8,14 @@ case's name: the "dev" part was looked at while writing the rules, the
 "held-out" quarter (``crc32(name) % 4 == 0``) was not tuned on, and both
 figures are reported so overfitting shows.
 
+``RELAY_REPLY_CORPORA`` (folders separated by ``:``) adds reply corpora that
+are not committed, in email_reply_trimmer's layout: ``emails/NAME.txt`` (the
+reply), ``trimmed/NAME.txt`` (its new text) and ``elided/NAME.txt`` (what is
+history). New text to keep: the trimmed lines, less quoted ``>`` lines (a
+quote the contact left in is not new text) and a closing with the signature
+after it (relay removes sign-offs, as it does for talon's cases); history to
+drop: every elided line of more than 12 characters. Shown apart, per folder.
+
 Run alone (``python bench/accuracy_text.py``) or through the runner
 ``bench/text_accuracy.py``, which prints every ``bench/accuracy_*.py`` table.
 """
@@ -17,6 +25,7 @@ from __future__ import annotations
 import csv
 import email
 import json
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterable
@@ -61,6 +70,10 @@ def _mail_body(path: Path) -> str:
 
 
 _SIGN_OFF = re.compile(r"^(regards|best|thanks|cheers)\b", re.IGNORECASE)
+#: A line that is only a closing ("Thanks!", "Best regards,", "Thanks, Ana"), not a sentence.
+_CLOSING_ONLY = re.compile(
+    r"^((best|kind|warm)\s+)?(regards|wishes|best|thanks|thank\s+you|cheers)[\s,.!]*"
+    r"(,\s*\S.{0,30})?$", re.IGNORECASE)
 
 
 def reply_cases() -> list[tuple[str, str, list[str], list[str]]]:
@@ -87,6 +100,28 @@ def reply_cases() -> list[tuple[str, str, list[str], list[str]]]:
         ]
         cases.append((f"talon/text_quotations#{index}:{case['name']}", case["body"], keep, drop))
     return cases
+
+
+def external_reply_cases() -> dict[str, list[tuple[str, str, list[str], list[str]]]]:
+    """Per RELAY_REPLY_CORPORA folder: (name, body, keep, drop) (see the docstring)."""
+    found: dict[str, list[tuple[str, str, list[str], list[str]]]] = {}
+    for folder in filter(None, os.environ.get("RELAY_REPLY_CORPORA", "").split(":")):
+        root = Path(folder)
+        cases = found.setdefault(root.name, [])
+        for path in sorted((root / "emails").glob("*.txt")):
+            trimmed = (root / "trimmed" / path.name).read_text(errors="replace").split("\n")
+            elided = (root / "elided" / path.name).read_text(errors="replace").split("\n")
+            keep: list[str] = []
+            for line in (line.strip() for line in trimmed):
+                if _CLOSING_ONLY.match(line) or line.startswith("--"):
+                    break  # the closing and the signature after it
+                if line and not line.startswith(">"):
+                    keep.append(line)
+            drop = [line.strip() for line in elided if len(line.strip().lstrip(">").strip()) > 12
+                    and not any(line.strip() in k for k in keep)]
+            body = path.read_text(errors="replace").replace("\r\n", "\n")
+            cases.append((path.name, body, keep, drop))
+    return found
 
 
 def _squash(text: str) -> str:
@@ -203,6 +238,15 @@ def report() -> list[tuple[str, str, str]]:
     for split, (total, passed, kept) in reply_scores().items():
         rows.append((f"reply stripping, {split}", _ratio(passed, total), ">= 0.85"))
         rows.append((f"reply new text kept, {split}", _ratio(kept, total), ">= 0.98"))
+    for corpus, cases in sorted(external_reply_cases().items()):
+        passed = kept = 0
+        for _name, body, keep, drop in cases:
+            out = _squash(new_part(body))
+            has = all(_squash(k) in out for k in keep)
+            kept += has
+            passed += has and not any(_squash(d) in out for d in drop)
+        rows.append((f"reply stripping, unseen {corpus}", _ratio(passed, len(cases)), ">= 0.85"))
+        rows.append((f"reply new text kept, unseen {corpus}", _ratio(kept, len(cases)), ">= 0.98"))
     scores = optout_scores()
     for part in ("dev", "held-out"):
         tp, fp, fn = scores.get(part, (0, 0, 0))
@@ -230,6 +274,13 @@ if __name__ == "__main__":
     if "--failures" in sys.argv:
         for line in reply_failures():
             print(line)
+        for corpus, cases in external_reply_cases().items():
+            for name, body, keep, drop in cases:
+                out = _squash(new_part(body))
+                lost = [k for k in keep if _squash(k) not in out]
+                left = [d for d in drop if _squash(d) in out]
+                if lost or left:
+                    print(f"{corpus}/{name}: lost={lost} left={left}")
         for _name, lang, text, wanted in optout_cases():
             if is_opt_out(text) != wanted:
                 print(f"optout {'missed' if wanted else 'false'} [{lang}] {text}")

@@ -14,7 +14,7 @@ ratio (the bare app's over relay's: the rate ratio when each server has a core
 of its own, steadier than the wall-clock one on a shared machine), latency
 p50/p99; then the webhooks relay stored (rows in ``pushes``) against the
 requests it acknowledged (200), and with ``--take`` the inbound messages the
-daemon's intake (``relay.runner.push_intake``, in this process) made of them
+daemon's intake (``relay.runner.pulse``, in this process) made of them
 and its CPU per push.
 
     python bench/serve_inbound.py [--requests N] [--clients C] [--rounds R]
@@ -258,7 +258,7 @@ def measure(bench: Bench, total: int, clients: int, rounds: int, take: bool) -> 
         "stored": stored,
     }
     if take:
-        from relay.runner.push_intake import take_all
+        from relay.runner.pulse import take_all
 
         relay_api = bench.relay(**{"channels.sms.type": "sms", "channels.sms.from": "+15550001111"})
         began, cpu = time.perf_counter(), time.process_time()

@@ -39,8 +39,8 @@ def inspect_address(
     """The address relay would store for ``value``, or the one-line reason it refuses it.
     ``channel`` is read by its type in ``config`` (``[channels.wa] type = "whatsapp"``)
     as ``relay start`` reads it; without a ``relay.toml``, the name is the type."""
-    from relay.engine.backends import channel_kind
     from relay.engine.contacts.addresses import normalise_address
+    from relay.engine.runtime import channel_kind
 
     kind = channel_kind(config, channel) if channel and config is not None else channel
     try:

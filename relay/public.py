@@ -40,8 +40,8 @@ from relay.engine.views.reports import ContactRow, InboxItem, ResultView, StatsV
 from relay.engine.views.status import DaemonView, StatusView
 
 if TYPE_CHECKING:  # loaded on first use (_LAZY); ``X as X``: re-exported
-    from relay.engine.backends import channels_of_type as channels_of_type
     from relay.engine.contacts.chat_links import ChatLink as ChatLink
+    from relay.engine.runtime import channels_of_type as channels_of_type
     from relay.engine.verbs.campaigns import ImportReport as ImportReport
     from relay.engine.verbs.drafts import DraftView as DraftView
     from relay.engine.verbs.mail_dns import MailCheck as MailCheck
@@ -75,7 +75,7 @@ _LAZY = {
     "MailCheck": "relay.engine.verbs.mail_dns",
     "check_email": "relay.engine.verbs.mail_dns",
     "ImportReport": "relay.engine.verbs.campaigns",
-    "channels_of_type": "relay.engine.backends",
+    "channels_of_type": "relay.engine.runtime",
     "configure_logging": "relay.runner.logs",
     "parse_meta": "relay.engine.verbs.program",
     "inspect_mail": "relay.inspection",

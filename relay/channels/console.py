@@ -88,6 +88,8 @@ class ConsoleChannel:
 
     #: Outbound.thread is not read here (the outbox then does not look it up).
     threads = False
+    #: Nor Outbound.unsubscribe_token (the outbox then reads no token key).
+    unsubscribe_links = False
     #: A key already in the file is never written again (looked up under a lock),
     #: so a message sent again after a crash reaches nobody twice.
     resend_safe = True

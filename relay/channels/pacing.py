@@ -1,7 +1,7 @@
 """Spacing a sender's messages in time (a Twilio number takes so many segments a
 second). The pacer computes each send's cost and waits; where the slots are
 kept is a ``book`` function: in this process by default, in the store when the
-engine hands one over (:mod:`relay.engine.outbox.pacing`), so processes share them.
+engine hands one over (:mod:`relay.engine.runtime`), so processes share them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ Booking = Callable[[str, float, float], float]
 
 class LocalSlots:
     """Slots kept in this process: enough for one sender; the engine swaps in
-    slots kept in the store (:mod:`relay.engine.outbox.pacing`) so that every process
+    slots kept in the store (:mod:`relay.engine.runtime`) so that every process
     sending from one number shares them."""
 
     def __init__(self) -> None:

@@ -54,6 +54,8 @@ class TelegramChannel:
 
     #: Outbound.thread is not read here (the outbox then does not look it up).
     threads = False
+    #: Nor Outbound.unsubscribe_token (the outbox then reads no token key).
+    unsubscribe_links = False
 
     def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
         self.name = name

@@ -168,10 +168,11 @@ class TwilioChannel:
         read on ``clock`` (seconds since the epoch, the same in every process)."""
         self.pacer = SegmentPacer(self.pacer.per_second, clock, sleep, book)
 
-    def reconcile(self, message: Outbound, since: datetime) -> Reconciled:
+    def reconcile(self, message: Outbound, since: datetime, taken: frozenset[str]) -> Reconciled:
         """Whether Twilio took ``message`` (handed over at or after ``since``, then
         relay crashed): is it in the Messages list of what our number sent the
-        recipient since that day? (A WhatsApp template's text is not the message's.)"""
+        recipient since that day, with its text and a sid that is not one of relay's
+        other messages (``taken``)? (A WhatsApp template's text is not the message's.)"""
         base = f"{self.api_url}/2010-04-01/Accounts/{self.account_sid}/Messages.json"
         params: dict[str, str] = {
             "To": self._address(message.to),
@@ -185,7 +186,7 @@ class TwilioChannel:
                 break
             data = self._request("GET", url, params=params).json()
             for item in data.get("messages") or []:
-                if _is_ours(item, message.text, since):
+                if _is_ours(item, message.text, since, taken):
                     return Reconciled(Fate.SENT, provider_id=str(item.get("sid") or ""))
             next_uri = data.get("next_page_uri")
             url, params = (self.api_url + next_uri, {}) if next_uri else (None, {})
@@ -372,11 +373,11 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _is_ours(item: Mapping[str, Any], text: str, since: datetime) -> bool:
-    """A listed message is the one handed over: outbound, its text, not older than ``since``."""
-    if not str(item.get("direction") or "").startswith("outbound"):
-        return False
-    if str(item.get("body") or "") != text:
+def _is_ours(item: Mapping[str, Any], text: str, since: datetime, taken: frozenset[str]) -> bool:
+    """A listed message is the one handed over: outbound, its text, not older than
+    ``since``, and not one relay recorded for another message (``taken``)."""
+    outbound = str(item.get("direction") or "").startswith("outbound")
+    if not outbound or str(item.get("body") or "") != text or item.get("sid") in taken:
         return False
     created = item.get("date_created") or item.get("date_sent")
     if not created:

@@ -50,6 +50,8 @@ class WebhookChannel:
 
     #: Outbound.thread is not read here (the outbox then does not look it up).
     threads = False
+    #: Nor Outbound.unsubscribe_token (the outbox then reads no token key).
+    unsubscribe_links = False
     #: The receiver gets the idempotency key (body and ``Idempotency-Key`` header)
     #: and drops a second delivery of it: sending again after a crash is safe.
     resend_safe = True

@@ -95,13 +95,13 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"over ?quota|quota (exceeded|exceed|full)|exceeded (the )?(storage|quota)|"
         r"insufficient (disk |system )?(space|storage)|not enough (space|storage)|"
         r"mailbox size limit|(too|over) (much|large) (mail|data)|"
-        r"ящик переполнен|превышен",
+        r"ящик переполнен|превышен|メールボックスが一杯|容量(?:を)?超過",
     ),
     (
         BounceReason.TOO_BIG,
         r"(message|mail|e-?mail) (is )?(too (large|big|long)|size (exceeds|limit))|"
         r"(message|size) exceeds|exceeds? (the )?(maximum|max|size|message size)|"
-        r"message length exceeds|size limit|too large",
+        r"message length exceeds|size limit|too large|(message )?size (limit )?exceeded",
     ),
     (
         BounceReason.SUSPENDED,
@@ -118,6 +118,7 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
     (
         BounceReason.HOST_UNKNOWN,
         r"host (or domain name )?(not found|unknown)|unknown host|"
+        r"host [\w.-]+\.[a-z]{2,} not found|indicated no smtp service|"
         r"domain (name )?(not found|unknown|"
         r"does not exist|doesn't exist)|no (such )?(domain|host)\b|"
         r"host not found|name or service not known|nxdomain|"
@@ -134,11 +135,11 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"not valid|unavailable|not (a )?(known|recognized|recognised|listed|registered)|"
         r"(was |has been )?(removed|deleted)|is not|isn't|unrouteable|unroutable)|"
         r"no (such|valid) (user|mailbox|recipient|address|account|person|local)|"
-        r"(unknown|invalid|bad|illegal|nonexist\w*|non-existent) "
+        r"(unknown|invalid|bad|illegal|nonexist\w*|non-existent)[ _]"
         r"(user|mailbox|recipient|address|account|local|destination|e-?mail)|"
         r"(user|recipient|mailbox|address|account)s? (?:is |are )?(?:not (?:here|local))|"
         r"not (a )?(valid|known) (user|recipient|mailbox|address)|undeliverable address|"
-        r"mailbox unavailable|no mailbox|not our (customer|user)|unknown or illegal alias|"
+        r"mailbox unavailable|no mail ?box|not our (customer|user)|unknown or illegal alias|"
         r"invalid .{0,20}userid|"
         r"has moved|no longer (active|available|valid|in use|with|works|work)|"
         r"address (couldn't|could not|cannot|can't) be found|address not found|"
@@ -164,7 +165,8 @@ _WORDING: tuple[tuple[BounceReason, str], ...] = (
         r"undeliverable for \d+|unable to deliver .* (for|within) \d+|"
         r"delivery (has been )?delayed|still (trying|retrying)|"
         r"will (continue|keep) (trying|to try)|"
-        r"connection (refused|timed out|lost|reset)|malformed or unexpected|servfail|"
+        r"connection (refused|timed out|lost|reset)|servfail|"
+        r"malformed or unexpected|malformed name|"  # a domain's broken DNS: its admin can fix it
         r"temporary failure in name resolution|could not connect|"
         r"unable to connect|no route to host|network (error|is unreachable)|dns (error|failure)|"
         r"lookup of .* (failed|responded)",
@@ -174,6 +176,7 @@ _WORDINGS = tuple((reason, re.compile(pattern, re.I)) for reason, pattern in _WO
 
 # RFC 3463: subject.detail -> reason. The class (2, 4, 5) is read separately.
 _BY_CODE = {
+    "1.0": BounceReason.USER_UNKNOWN,  # other address status ("#5.1.0 Address rejected")
     "1.1": BounceReason.USER_UNKNOWN,  # bad destination mailbox address
     "1.2": BounceReason.HOST_UNKNOWN,  # bad destination system address
     "1.3": BounceReason.USER_UNKNOWN,  # bad destination mailbox address syntax
@@ -232,6 +235,12 @@ def by_wording(text: str) -> BounceReason | None:
         if pattern.search(text):
             return reason
     return None
+
+
+def says_nothing(text: str) -> bool:
+    """The server's answer names no reason ("554 Service unavailable"), and is no local
+    program's failure: other lines of the report may say more."""
+    return by_wording(text) is None and not _LOCAL_PROGRAM.search(text)
 
 
 def by_status(status: str | None) -> BounceReason | None:

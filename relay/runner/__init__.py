@@ -2,11 +2,12 @@
 
 ``daemon`` (the APScheduler jobs of ``relay daemon``), ``foreground`` (the
 daemon run in the foreground: PID file and lock around it) and ``pulse`` (one
-pass over all due work: what ``relay tick`` and each daemon pulse run),
-``summary`` (the daemon's line a minute), ``process`` (the daemon as an OS
-process: PID file, single-daemon lock, detaching, stopping), ``serve``,
-``serve_http`` and ``serve_routes`` (``relay serve``: the app, what its
-handlers share, the handlers), ``metrics`` (its ``/metrics``), ``logs`` (text or
-JSON logs of those processes), ``retention`` (what the daemon prunes) and
-``demo`` (``relay demo``).
+pass over all due work: what ``relay tick`` and each daemon pulse run, the
+pushes ``relay serve`` stored taken first), ``summary`` (the daemon's line a
+minute), ``process`` (the daemon as an OS process: PID file, single-daemon
+lock, detaching, stopping), ``serve``, ``serve_routes`` and ``serve_writer``
+(``relay serve``: the app, its handlers and what they share, the writer that
+stores what they take), ``metrics`` (its ``/metrics``), ``logs`` (text or JSON
+logs of those processes), ``retention`` (what the daemon prunes) and ``demo``
+(``relay demo``).
 """

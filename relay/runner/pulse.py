@@ -4,6 +4,13 @@ Order matters: snoozes end first, heartbeats fire, then turns run (first
 messages, replies, follow-ups, resumes), then the outbox delivers what the
 turns wrote. Turns repeat within the pass while new ones fall due (a
 conversation that ends promotes a queued one, which is started at once).
+
+What ``relay serve`` stored as it came (:mod:`relay.runner.serve_writer`) is
+taken first (:func:`take_pushes`): it becomes transcript rows, opt-outs and
+receipts by the same :func:`relay.engine.verbs.incoming.ingest` a poll uses, the
+pushes deleted in that transaction. A push whose JSON cannot be read is kept
+aside as a rejected arrival (``relay inbox --kind rejected``), never left to
+block the rest.
 """
 
 from __future__ import annotations
@@ -11,22 +18,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
+from relay.channels import pushed
+from relay.channels.base import Inbound, Incoming, Receipt, Rejected
 from relay.core.errors import RelayError
 from relay.core.states import TERMINAL
-from relay.engine.backends import Channels
 from relay.engine.conversation import heartbeat
 from relay.engine.outbox.dispatcher import DeliveryReport, Dispatcher
+from relay.engine.runtime import Channels, Runtime, read_position
 from relay.engine.turns.runner import TurnOutcome, TurnRunner
 from relay.engine.verbs import incoming
 from relay.engine.verbs.notify import notify_due
-from relay.runner.push_intake import take_pushes
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
+from relay.store import failures, pushes
 
 log = logging.getLogger("relay.pulse")
+#: The intake of pushes logs as the daemon, which runs it.
+intake_log = logging.getLogger("relay.daemon")
 
 MAX_ROUNDS = 10
 
@@ -153,14 +162,15 @@ class Pulse:
                 report.errors.append(f"polling {name}: {exc.message}")
                 log.error("polling channel %s failed: %s", name, exc.message)
         try:
-            notify_due(self.relay)
+            if self.relay.config.settings.notify:
+                notify_due(self.relay)
         except RelayError as exc:
             report.errors.append(f"notify: {exc.message}")
             log.error("notify failed: %s", exc.message)
         return received
 
     def _poll_channel(self, name: str) -> int:
-        position = incoming.channel_position(self.relay, name)
+        position = read_position(self.relay, name)
         batch = self.channels.get(name).poll(position)
         if not batch.messages and not batch.receipts and batch.cursor in (None, position):
             return 0
@@ -183,3 +193,54 @@ def run_once(relay: Runtime, *, poll: bool = True, owner: str | None = None) -> 
 def _promotes(outcome: TurnOutcome) -> bool:
     """An ended conversation may have handed its contact's slot to a queued one."""
     return outcome.state in {state.value for state in TERMINAL}
+
+
+# -- what relay serve stored -------------------------------------------------------------
+
+
+def take_pushes(relay: Runtime, limit: int) -> int:
+    """Ingest up to ``limit`` stored pushes, oldest first, one transaction per
+    channel; how many were taken (by this process)."""
+    with relay.store.read_transaction() as session:
+        rows = pushes.waiting(session, limit)
+    by_channel: dict[str, list[tuple[int, str]]] = {}
+    for push_id, channel, text in rows:
+        by_channel.setdefault(channel, []).append((push_id, text))
+    taken = 0
+    for channel, items in by_channel.items():
+        ids = [push_id for push_id, _ in items]
+        try:
+            taking = partial(pushes.take, ids=ids)
+            incoming.ingest(relay, channel, _merged(items), taking=taking)
+        except failures.Taken:
+            intake_log.debug("pushes on %s taken by another daemon", channel)
+            continue
+        taken += len(ids)
+    return taken
+
+
+def take_all(relay: Runtime, limit: int) -> int:
+    """Take batches of ``limit`` until none is left; how many were taken."""
+    total = 0
+    while True:
+        taken = take_pushes(relay, limit)
+        total += taken
+        if taken < limit:
+            return total
+
+
+def _merged(items: list[tuple[int, str]]) -> Incoming:
+    """One :class:`Incoming` of the pushes' messages and receipts, in their order."""
+    messages: list[Inbound] = []
+    receipts: list[Receipt] = []
+    rejected: list[Rejected] = []
+    for push_id, text in items:
+        try:
+            arrived = pushed.loads(text)
+        except (ValueError, TypeError, KeyError) as exc:
+            reason = f"push {push_id} unreadable: {type(exc).__name__}: {exc}"
+            rejected.append(Rejected(reason=reason[:500], raw=text))
+            continue
+        messages.extend(arrived.messages)
+        receipts.extend(arrived.receipts)
+    return Incoming(messages=messages, receipts=receipts, rejected=rejected)

@@ -31,8 +31,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from relay.runner.serve_http import MAX_BODY, Endpoint, Refused
-from relay.runner.serve_routes import Handlers
+from relay.runner.serve_routes import MAX_BODY, Endpoint, Handlers, Refused
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime

@@ -66,6 +66,32 @@ def _in_doubt(dialect: str, one_message: bool, one_instance: bool) -> Select[Any
     return skip_locked(dialect, query.order_by(Message.id).limit(bindparam("limit")))
 
 
+def recorded_elsewhere(
+    session: Session, rows: Sequence[MessageFields], since: datetime
+) -> dict[tuple[int, str], frozenset[str]]:
+    """By (contact, channel) of ``rows``: the provider ids recorded since ``since``
+    for outbound messages to that contact on that channel. A provider that can only
+    be asked by recipient and text (Twilio) lists those messages too, and one with
+    the same text (each of a contact's conversations opens with the same greeting)
+    must not be taken for the message in doubt."""
+    pairs = {(row.contact_id, row.channel or "console") for row in rows}
+    found: dict[tuple[int, str], set[str]] = {pair: set() for pair in pairs}
+    for channel in {channel for _, channel in pairs}:
+        people = sorted(contact for contact, on in pairs if on == channel)
+        recorded = session.execute(
+            select(messages.c.contact_id, messages.c.provider_message_id).where(
+                messages.c.channel == channel,
+                messages.c.sent_at >= since,
+                messages.c.direction == Direction.OUTBOUND.value,
+                messages.c.contact_id.in_(people),
+                messages.c.provider_message_id.is_not(None),
+            )
+        )
+        for contact_id, provider_id in recorded:
+            found[(contact_id, channel)].add(provider_id)
+    return {pair: frozenset(ids) for pair, ids in found.items()}
+
+
 def still_ours(message: MessageFields | None, lease_until: datetime) -> bool:
     """Whether the lease :func:`claim_in_doubt` wrote (expiring ``lease_until``)
     still holds the row: nobody settled, retried or claimed it meanwhile."""

@@ -746,6 +746,8 @@ def check(chaos: Chaos) -> tuple[list[str], dict[str, int]]:
         figures["post_cancel"], figures["post_pause"] = cancels, pauses
         figures["post_opt_out"] = _after_opt_out(session, deliveries, chaos.log.acks, problems)
         figures["out_of_order"] = _out_of_order(deliveries, problems)
+        if figures["out_of_order"] and os.environ.get("CHAOS_ORDER_DETAIL"):
+            _dump_order(session, deliveries, os.environ["CHAOS_ORDER_DETAIL"])
         figures["stranded"] = _stranded(session, datetime.now(UTC), problems)
     figures["doctor"] = _doctor(chaos, problems)
     return problems, figures
@@ -779,6 +781,27 @@ def _duplicates(deliveries: list[dict[str, Any]], problems: list[str]) -> int:
     return len(twice)
 
 
+#: Message columns written by :func:`_dump_order`.
+_DUMPED = ("id", "instance_id", "direction", "status", "channel", "attempts", "created_at",
+           "sent_at", "provider_message_id", "author", "idempotency_key")  # fmt: skip
+
+
+def _dump_order(session: Session, deliveries: list[dict[str, Any]], path: str) -> None:
+    """With ``CHAOS_ORDER_DETAIL=FILE``, a run that counted a message out of order
+    writes what it saw (deliveries, outbox rows, events), one JSON object a line:
+    the run's database is dropped with it."""
+    from relay.store.tables import events
+
+    with open(path, "w") as out:
+        for delivery in deliveries:
+            out.write("D " + json.dumps(delivery, default=str) + "\n")
+        for message in session.scalars(select(Message).order_by(Message.id)):
+            row = {column: getattr(message, column) for column in _DUMPED}
+            out.write("M " + json.dumps(row, default=str) + "\n")
+        for event in session.execute(select(events).order_by(events.c.id)).mappings():
+            out.write("E " + json.dumps(dict(event), default=str) + "\n")
+
+
 def _out_of_order(deliveries: list[dict[str, Any]], problems: list[str]) -> int:
     last: dict[str, int] = {}
     wrong = []
@@ -788,6 +811,13 @@ def _out_of_order(deliveries: list[dict[str, Any]], problems: list[str]) -> int:
             continue
         if record["message_id"] < last.get(instance_id, 0):
             wrong.append((instance_id, record["message_id"]))
+            if os.environ.get("CHAOS_ORDER_DETAIL"):
+                mine = [
+                    (d["message_id"], d.get("channel"), d.get("sent_at"))
+                    for d in deliveries
+                    if d.get("instance_id") == instance_id
+                ]
+                problems.append(f"order detail {instance_id}: {mine}")
         last[instance_id] = max(last.get(instance_id, 0), record["message_id"])
     if wrong:
         problems.append(f"{len(wrong)} message(s) delivered before an earlier one: {wrong[:5]}")

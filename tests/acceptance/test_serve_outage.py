@@ -16,7 +16,7 @@ import pytest
 from test_pg_outage import Cluster, _migrated, cluster  # noqa: F401 - the fixture
 
 from relay.channels import webhook
-from relay.runner.push_intake import take_all
+from relay.runner.pulse import take_all
 from relay.store.models import Message
 
 pytestmark = pytest.mark.slow

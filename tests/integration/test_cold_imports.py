@@ -33,7 +33,6 @@ NOT_FOR_READS = (
     "relay.engine.outbox.dispatcher",
     "relay.engine.verbs.campaigns",
     "relay.engine.contacts.chat_links",
-    "relay.engine.backends",
     "relay.store.events",
     "relay.store.models",
     "relay.store.claims",

@@ -13,7 +13,7 @@ from relay.config import load_config
 from relay.core.legal_hours import Constraint, hours_for, next_allowed, parse_table, table, version
 from relay.core.windows import parse_window, zone
 from relay.engine.conversation import policy
-from relay.engine.conversation.places import place_of
+from relay.engine.conversation.policy import place_of
 
 FLORIDA, CONNECTICUT = "+13055550123", "+12035550100"
 TEXAS, CALIFORNIA = "+12145550100", "+14155550100"
@@ -170,7 +170,7 @@ def test_a_state_from_the_table_is_the_geocoders() -> None:
     from phonenumbers import geocoder
     from phonenumbers.geodata import GEOCODE_DATA
 
-    from relay.engine.conversation.places import answer_of, subdivision_of
+    from relay.engine.conversation.policy import answer_of, subdivision_of
 
     checked = 0
     for prefix in sorted(p for p in GEOCODE_DATA if p.startswith("1"))[::7]:

@@ -53,14 +53,15 @@ _SUBJECTS = re.compile(
     r"r(?:é|e)ponse automatique|absence(?: du bureau)?|absent(?:e)?(?: du bureau)?|en cong(?:é|e)|"
     r"en vacances|message d'absence|"
     # Spanish
-    r"respuesta autom(?:á|a)tica|fuera de (?:la )?oficina|ausente|ausencia|de vacaciones|"
+    r"respuesta autom(?:á|a)tica|fuera de (?:la )?oficina|(?:ausente|ausencia) de (?:la )?oficina|"
+    r"ausente|ausencia|de vacaciones|"
     r"mensaje autom(?:á|a)tico|"
     # Portuguese
     r"resposta autom(?:á|a)tica|fora do escrit(?:ó|o)rio|ausente do escrit(?:ó|o)rio|"
     r"de f(?:é|e)rias|"
     r"aus(?:ê|e)ncia|mensagem autom(?:á|a)tica|"
     # Italian
-    r"risposta automatica|fuori (?:sede|ufficio)|assente|in ferie|assenza|"
+    r"risposta automatica|fuori (?:sede|ufficio)|assente dall'ufficio|assente|in ferie|assenza|"
     # Dutch
     r"automatisch antwoord|afwezigheids(?:bericht|melding)|afwezig|niet aanwezig|met vakantie|"
     r"buiten kantoor|"
@@ -69,9 +70,24 @@ _SUBJECTS = re.compile(
     r"inte p(?:å|a) kontoret|ledig|"
     # Polish, Russian, Chinese, Japanese
     r"odpowied(?:ź|z) automatyczna|poza biurem|автоответ|автоматический ответ|"
-    r"自动回复|自動応答|自動返信"
+    r"自动回复|自動応答|自動返信|"
+    # Outlook's "Automatic reply" in other languages it ships in
+    r"automaattinen vastaus|automatick(?:á|a) odpov(?:ě|e)(?:ď|d)|automatikus v(?:á|a)lasz|"
+    r"otomatik yan(?:ı|i)t|automatski odgovor|r(?:ă|a)spuns automat|"  # noqa: RUF001
+    r"αυτόματη απάντηση|автоматична відповідь|自動回覆|자동\s?회신"
     r")(?=\s*(?:[:\-\u2013(\[,|/]|$|until|till|through|from|on|bis|vom|ab|jusqu|du|hasta|del|desde|"
     r"at(?:é|e)|fino|dal|tot|van|till|fr(?:å|a)n|t\.?o\.?m|\d)))",
+    re.IGNORECASE,
+)
+
+
+#: Subject words that name an absence but are also everyday topics of a thread.
+_TOPIC_WORDS = re.compile(
+    r"^\s*(?:on\s+)?(?:vacation|holidays?|annual\s+leave|leave|away|abwesend|abwesenheit|"
+    r"urlaub(?:sbedingt)?|absence|absente?|en\s+cong(?:é|e)|en\s+vacances|ausente|ausencia|"
+    r"de\s+vacaciones|aus(?:ê|e)ncia|de\s+f(?:é|e)rias|assente|in\s+ferie|assenza|afwezig|"
+    r"niet\s+aanwezig|met\s+vakantie|ledig|(?:på\s+)?semester|fr(?:å|a)nvaro)\b"
+    r"(?!\s*(?:auto-?)?(?:reply|response|notice|message|notification|nachricht|notiz|meddelande))",
     re.IGNORECASE,
 )
 
@@ -90,12 +106,22 @@ def is_auto_reply(mail: Message) -> bool:
     # Exchange marks what it generates (out-of-office included) with X-Auto-Response-Suppress;
     # X-MS-Exchange-Inbox-Rules-Loop alone is also on mail a rule merely forwarded.
     suppress = str(mail.get("X-Auto-Response-Suppress", "")).strip().lower()
-    if suppress and (_SUPPRESSED.search(suppress) or _SUBJECTS.match(_unprefixed(_subject(mail)))):
+    if suppress and (_SUPPRESSED.search(suppress) or _says_away(_subject(mail))):
         return True
     for header, pattern in _VENDOR_VALUES:
         if pattern.search(str(mail.get(header, ""))):
             return True
-    return bool(_SUBJECTS.match(_unprefixed(_subject(mail))))
+    return _says_away(_subject(mail))
+
+
+def _says_away(subject: str) -> bool:
+    """The subject is an out-of-office's. Under a reply prefix ("Re: Holiday - offer"),
+    a word that is also an everyday topic (holiday, leave, Urlaub, semester...) is the
+    thread's subject, not a notice: only a phrase such as "Automatic reply" counts."""
+    bare = _unprefixed(subject)
+    if not _SUBJECTS.match(bare):
+        return False
+    return bare == subject.strip() or not _TOPIC_WORDS.match(bare)
 
 
 def _subject(mail: Message) -> str:

@@ -28,7 +28,7 @@ _ORIGINAL_STARTS = re.compile(
     r"^.*(below this line is a copy|(here|this) is a copy of|copy of the message, including|"
     r"copy of (the|your) (original )?message (follows|below|is (attached|below|included))|"
     r"original message "
-    r"(follows|headers)|message headers follow|returned message|unsent message below|"
+    r"(follows|headers)|message headers follow|(?<!attached )returned message|unsent message below|"
     r"undelivered message|-{3,} ?(original message|message header|header of the original)|"
     r"included is a copy|headers of your message|your message reads|"
     r"^received: from|^return-path:).*$",
@@ -80,6 +80,12 @@ def _first_answer(report: str) -> str:
     return " ".join(taken)
 
 
+def error_lines(body: str) -> str:
+    """The report part's lines with error words (before the copy of the original)."""
+    report = _ORIGINAL_STARTS.split(body, maxsplit=1)[0] if body else ""
+    return _BOILERPLATE.sub(" ", _error_lines(report))
+
+
 def _error_lines(body: str) -> str:
     lines = []
     for line in body.splitlines():
@@ -90,7 +96,8 @@ def _error_lines(body: str) -> str:
             r"unknown|not exist|no such|quota|full|blocked|spam|denied|rejected|refused|"
             r"invalid|disabled|suspended|expired|timed? ?out|too (large|big)|exceed|"
             r"not found|(couldn't|could not|cannot) be found|unrout\w*able|no mx\b|"
-            r"не существует|нет такого|переполнен|error|failed|unavailable|unable",
+            r"не существует|нет такого|переполнен|error|failed|unavailable|unable|"
+            r"no smtp service|null mx",
             stripped,
             re.I,
         ):
@@ -200,12 +207,14 @@ def _collect(part: Message, texts: list[str]) -> None:
     kind = part.get_content_type()
     if kind in {"message/rfc822", "text/rfc822-headers", "message/delivery-status"}:
         return
-    if part.is_multipart():
+    if part.get_content_maintype() == "multipart":
         payload = part.get_payload()
-        if isinstance(payload, list):
-            for inner in payload:
-                if isinstance(inner, Message):
-                    _collect(inner, texts)
+        if not isinstance(payload, list):
+            texts.append(str(payload))  # a boundary the body never uses: the body is one text
+            return
+        for inner in payload:
+            if isinstance(inner, Message):
+                _collect(inner, texts)
         return
     if kind in {"text/plain", "text/html"} or part.get_content_maintype() == "text":
         text = decoded(part)

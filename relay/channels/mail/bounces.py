@@ -32,7 +32,7 @@ from relay.channels.mail.bounce_text import (
     text_recipients,
     unique,
 )
-from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status
+from relay.core.bounce_reasons import STATUS, BounceReason, classify, parse_status, says_nothing
 from relay.core.smtp_steps import refused_at
 
 _DAEMON_LOCAL = re.compile(
@@ -54,7 +54,8 @@ _BOUNCE_SUBJECTS = re.compile(
     r"delivery (to the following|failure)|non[- ]?delivery|nondeliverable|"
     r"unzustellbar|nicht zustellbar|non remis|non recapitabile|no se puede entregar|"
     r"no entregado|não entregue|onbestelbaar|kan inte levereras|"
-    r"не доставлено|недоставлен|unable to deliver|message (not|could not be) delivered|"
+    r"не доставлено|недоставлен|メールエラー|配信エラー|エラー通知|不達|"
+    r"unable to deliver|message (not|could not be) delivered|"
     r"delayed mail|delivery (is )?delayed|warning: could not send|"
     r"mail could not be delivered|error sending message|rejected|bounced?",
     re.I,
@@ -76,7 +77,8 @@ _BOUNCE_BODY = re.compile(
     r"(has|have) not (yet )?been delivered|delivery (attempts?|is) (delayed|will continue)|"
     r"will (continue|keep) (to try|trying)|still (trying|retrying)|"
     r"returned to (the )?sender|transcript of session|"
-    r"не может быть доставлено|не удалось доставить|no se ha podido entregar|"
+    r"не может быть доставлено|не удалось доставить|送信できませんでした|配信できませんでした|"
+    r"no se ha podido entregar|"
     r"konnte nicht zugestellt|n'a pas pu être remis|non è stato possibile",
     re.I,
 )
@@ -86,6 +88,12 @@ _DELAY = re.compile(
     r"warning: (message|could not send)|delayed mail|delivery delay|"
     r"no action is required on your part|will be retried|retry (until|for)|"
     r"(will|would) try (again|to deliver)",
+    re.I,
+)
+#: A mail system saying the address itself failed, in words no out-of-office uses.
+_FAILED_ADDRESS = re.compile(
+    r"no such (user|mailbox|recipient|address)|user unknown|unknown (user|recipient)|"
+    r"not a valid (user|recipient|mailbox)|invalid (user|recipient) address",
     re.I,
 )
 _GAVE_UP = re.compile(
@@ -147,7 +155,8 @@ def looks_like_bounce(mail: Message) -> bool:
     if _BOUNCE_SUBJECTS.search(subject) or _MACHINE_SUBJECTS.search(subject):
         return True
     # A mailer daemon returning a message is a bounce, in whatever language it explains it.
-    return said or coded or (_has_original(mail) and _DAEMON_LOCAL.match(_from(mail)) is not None)
+    returned = _has_original(mail) and _DAEMON_LOCAL.match(_from(mail)) is not None
+    return said or coded or returned or bool(_FAILED_ADDRESS.search(body))
 
 
 def _has_original(mail: Message) -> bool:
@@ -218,6 +227,8 @@ def _from_dsn(mail: Message, groups: list[Message]) -> Bounce:
     wording = diagnostic or error_text(body) or str(mail.get("Subject", ""))
     reason = classify(status, wording, smtp_code=_smtp_code(diagnostic or body),
                       command=refused_at(f"{diagnostic}\n{body}"))
+    if reason is BounceReason.OTHER and says_nothing(wording):
+        reason = _from_report_lines(status, body, reason)
     return _failure(mail, status, reason, addresses, diagnostic or error_text(body))
 
 
@@ -289,7 +300,18 @@ def _from_text(mail: Message) -> Bounce:
     wording = detail or body[:2000] or subject
     reason = classify(status, wording, smtp_code=_smtp_code(detail or body),
                       command=refused_at(body))
+    if reason is BounceReason.OTHER and says_nothing(wording):
+        reason = _from_report_lines(status, body, reason)
     return _failure(mail, status, reason, text_recipients(mail, body), detail)
+
+
+def _from_report_lines(status: str | None, body: str, reason: BounceReason) -> BounceReason:
+    """When the server's answer names no reason ("554 Service unavailable"), the report's
+    other error lines may (a local delivery agent's "unknown user" just above it)."""
+    from relay.channels.mail.bounce_text import error_lines
+
+    lines = error_lines(body)
+    return classify(status, lines, command=refused_at(body)) if lines else reason
 
 
 def _without_delay_words(text: str) -> str:

@@ -71,9 +71,15 @@ def parse_mail(raw: bytes, arrived: datetime | None, mailbox: Mailbox) -> Inboun
         if region:  # the same reading, with the contact's day/month order
             reading = read_mail(mail, received=at, region=region)
     if reading.kind is MailKind.COMPLAINT and reading.complaint is not None:
+        if not reading.complaint.opts_out:
+            log.info("%s report %s: nothing to do", reading.complaint.feedback_type, message_id)
+            return None
         return _complaint(reading.complaint, mail, raw, message_id, at)
     if reading.bounce is not None:
         return _bounce(reading.bounce, mail, raw, message_id, at)
+    if reading.kind is MailKind.DELIVERY_REPORT:
+        log.info("report %s about no message of ours: nothing to do", message_id)
+        return None
     return _inbound(reading, raw, message_id, at, mailbox)
 
 

@@ -27,7 +27,7 @@ from enum import StrEnum
 from relay.channels.mail.autoreply import is_auto_reply, return_date
 from relay.channels.mail.bounces import Bounce, parse_bounce
 from relay.channels.mail.headers import drop_unreadable
-from relay.channels.mail.reports import Complaint, parse_complaint
+from relay.channels.mail.reports import Complaint, is_dmarc_report, parse_complaint
 from relay.channels.mail.text import html_to_text, new_part
 from relay.core.optout import is_opt_out
 
@@ -95,11 +95,13 @@ def read_mail(
     date = mail_date(mail)
     complaint = parse_complaint(mail)
     if complaint is not None:
-        return Reading(mail, MailKind.COMPLAINT, date, "", True, complaint=complaint)
+        return Reading(mail, MailKind.COMPLAINT, date, "", complaint.opts_out, complaint=complaint)
     bounce = parse_bounce(mail)
     if bounce is not None:
         kind = MailKind.BOUNCE if bounce.failed else MailKind.DELIVERY_REPORT
         return Reading(mail, kind, date, "", False, bounce=bounce)
+    if is_dmarc_report(mail):  # a report to the domain's owner: about no one message
+        return Reading(mail, MailKind.DELIVERY_REPORT, date, "", False)
     text = new_part(body_text(mail)) or str(mail.get("Subject", "")).strip()
     subject = str(mail.get("Subject", "")).strip()
     automatic = is_auto_reply(mail)

@@ -21,6 +21,14 @@ _FIELD = re.compile(r"^feedback-type:\s*([\w-]+)", re.I | re.M)
 _ADDRESS = re.compile(r"[\w.!#$%&'*+/=?^`{|}~-]+@[\w-]+(?:\.[\w-]+)+")
 
 
+#: Feedback types that are no one asking to stop: a DMARC/SPF/DKIM failure report
+#: (RFC 6591) and a user marking our mail as *not* spam.
+NOT_COMPLAINTS = frozenset({"auth-failure", "dmarc", "not-spam"})
+#: A DMARC aggregate report's attachment (RFC 7489 7.2.1.1):
+#: ``receiver!policy-domain!begin!end[!id].xml[.gz]`` or ``.zip``.
+_DMARC_FILE = re.compile(r"^[^!\s/]+![^!\s/]+!\d{9,11}!\d{9,11}(?:![^.\s]+)?\.(?:xml|zip|gz)", re.I)
+
+
 @dataclass(frozen=True)
 class Complaint:
     """Who complained (the original recipient, when the report names one) and of what kind."""
@@ -28,6 +36,17 @@ class Complaint:
     feedback_type: str
     recipient: str | None
     original_message_id: str | None
+
+    @property
+    def opts_out(self) -> bool:
+        """The recipient asked for no more mail (abuse, fraud, virus, other), rather than
+        a report about authentication or a "this is not spam"."""
+        return self.feedback_type.lower() not in NOT_COMPLAINTS
+
+
+def is_dmarc_report(mail: Message) -> bool:
+    """A DMARC aggregate report: statistics for the domain's owner, never a reply."""
+    return any(_DMARC_FILE.match(part.get_filename() or "") for part in mail.walk())
 
 
 def parse_complaint(mail: Message) -> Complaint | None:

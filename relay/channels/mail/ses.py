@@ -39,7 +39,7 @@ def _notification(text: str) -> dict[str, object] | None:
     try:
         found = json.JSONDecoder(strict=False).raw_decode(text[max(start, 0) :])[0]
         if isinstance(found, dict) and isinstance(found.get("Message"), str):
-            found = json.loads(found["Message"])
+            found = json.loads(found["Message"], strict=False)  # may hold a raw line break
     except ValueError:
         return None
     kinds = {"Bounce", "Complaint", "Delivery"}

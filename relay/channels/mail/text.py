@@ -35,13 +35,14 @@ LANGUAGES = (
     "ru", "uk", "vi", "tr", "zh", "ja",
 )  # fmt: skip
 
-_QUOTED = re.compile(r"^\s*>")
+#: A quote marker, unless the line is a banner with arrows both ways (">>> link <<<").
+_QUOTED = re.compile(r"^\s*>(?!.*<<<\s*$)")
 _SIGNATURE = re.compile(r"^\s*--\s*$|^\s*__\s*$")
 #: Words that end an attribution line, in the languages above.
 _WROTE = (
     r"wrote|writes|schrieb|schreef|geschreven|a\s+[ée]crit|[ée]crit|escribi[óo]|escreveu|"
     r"ha\s+scritto|scrisse|skrev|kirjoitti|napisa[łl](?:a|\(a\))?|napsal(?:a)?|"
-    r"написал(?:а|\(а\))?|написав(?:ла)?|пишет|đã\s+viết|írta|yazdı|寫道|写道|"  # noqa: RUF001
+    r"написал(?:а|\(а\))?|написав(?:ла)?|пишет|пише|đã\s+viết|írta|yazdı|寫道|写道|"  # noqa: RUF001
     r"に書きました"
 )
 _ATTRIBUTION = re.compile(rf"(?:^|[\s>\"')])(?:{_WROTE})(?:\s*:?|\s.{{0,100}}:)\s*$", re.IGNORECASE)
@@ -114,7 +115,12 @@ _CLOSING = re.compile(
     r"pozdrawiam|z\s+poważaniem|z\s+powazaniem|pozdrowienia|"
     r"с\s+уважением|всего\s+доброго|с\s+наилучшими\s+пожеланиями|"  # noqa: RUF001
     r"trân\s+trọng|thân\s+ái|s\s+pozdravem|ystävällisin\s+terveisin|terveisin|"
-    r"üdvözlettel|saygılarımla)\b[\s,.!]*(?:\S.{0,40})?$",  # noqa: RUF001
+    r"üdvözlettel|saygılarımla)\b"  # noqa: RUF001
+    # then a name after a comma or a dash, or a few closing words: not a sentence
+    # ("Thanks, Ana" and "Thanks again!" close; "Thank you for your reply." is text)
+    r"(?:\s*[,\-\u2013\u2014]\s*\S.{0,40}|\s+(?:again|so\s+much|very\s+much|in\s+advance|"
+    r"a\s+lot|all|everyone|&\s*regards|and\s+regards)\b|\s+(?:aus|from|de|da|van|från)\s+\S.{0,30})?"
+    r"[\s,.!]*$",
     re.IGNORECASE,
 )
 #: Mailing-list and notification footers.
@@ -210,11 +216,14 @@ def _wrapped_quote_line(lines: list[str], index: int) -> bool:
 def _attribution(lines: list[str], index: int) -> int:
     """How many lines (1 to 5) an attribution line starting here spans; 0 for none.
 
-    One that also matches from a later line starts there ("Text paragraph 2"
-    above "Le 2021-04-09 23:25, X a écrit :" is the contact's)."""
+    One that also matches from a later line after a blank line or a finished
+    sentence starts there ("Text paragraph 2" above "Le 2021-04-09 23:25, X a
+    écrit :" is the contact's, and so is "... let you know then." above "Op 16
+    aug. 2014 05:13 schreef ...")."""
     span = _attribution_at(lines, index)
     for later in range(index + 1, index + span):
-        if not lines[later - 1].strip() and _attribution_at(lines, later):
+        before = lines[later - 1].rstrip()
+        if (not before or before.endswith((".", "!", "?"))) and _attribution_at(lines, later):
             return 0
     return span
 

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from relay.channels.base import Inbound
 from relay.core.errors import InvalidInput
-from relay.engine.contacts import book as contacts
+from relay.engine.contacts import addresses as contacts
 from relay.engine.contacts import unsubscribe
 from relay.engine.contacts.addresses import Address, normalise_address
 from relay.engine.conversation import audit

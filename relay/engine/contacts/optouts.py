@@ -6,7 +6,7 @@ An opt-out of one kind of address (``kind``, with ``[compliance] optout_scope =
 "channel"``) marks that address only: conversations writing there move to the
 next open rung of their ladder, or end as after a whole opt-out when none is
 left, and what is queued for that kind is held; the outbox screen refuses any
-later message to it (:mod:`relay.engine.outbox.gate`)."""
+later message to it (:mod:`relay.engine.outbox.screen`)."""
 
 from __future__ import annotations
 

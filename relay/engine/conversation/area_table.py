@@ -1,12 +1,12 @@
 """The table of North American number prefixes to their state or province
 (``relay/core/data/nanp_areas.txt``), made from the phonenumbers library's geocoder.
 
-:func:`relay.engine.conversation.places.place_of` reads a US or Canadian number's
+:func:`relay.engine.conversation.policy.place_of` reads a US or Canadian number's
 state from this table rather than from the geocoder: the geocoder's import loads
 its description of every prefix of the world in every language (about 0.3 s of CPU
 and 100 MB of memory in a daemon, for two letters). The table keeps, from the
 geocoder's English descriptions of the prefixes of +1, what ``place_of`` made of
-them (:func:`relay.engine.conversation.places.subdivision_of`), and only the
+them (:func:`relay.engine.conversation.policy.answer_of`), and only the
 prefixes whose answer differs from that of the next shorter prefix: the longest
 match in the table answers as the longest match in the geocoder did.
 
@@ -29,7 +29,7 @@ def generated() -> str:
     """The table as the installed phonenumbers library describes the prefixes."""
     from phonenumbers.geodata import GEOCODE_DATA
 
-    from relay.engine.conversation.places import answer_of
+    from relay.engine.conversation.policy import answer_of
 
     full = {
         prefix: answer_of(names["en"])

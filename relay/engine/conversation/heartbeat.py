@@ -76,7 +76,7 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
         others: dict[str, _Handler] = {}
         laddered: list[str] = []
         rows = claims.due_heartbeats(session, now, limit)
-        places = policy.places_of(session, rows, relay.config)
+        places = policy.places_of(session, rows, relay.config) if rows else {}
         for row in rows:
             handler = _exception(session, row, relay, now, places)
             if handler is None:

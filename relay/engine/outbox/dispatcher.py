@@ -16,24 +16,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound, batch_sender
-from relay.engine.backends import Channels
 from relay.engine.conversation import events
 from relay.engine.outbox import outcomes as delivery_outcomes
-from relay.engine.outbox.confirming import confirm
-from relay.engine.outbox.doubts import Doubt, Doubts
+from relay.engine.outbox.doubts import Doubt, Doubts, confirm, leased
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
 from relay.engine.outbox.screen import Handover, Ready, Screen
+from relay.engine.runtime import Channels, Runtime
 from relay.store import claims, commit_log, funnel, locked_rows
+from relay.store import doubts as in_doubt_rows
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import MessageRow
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.outbox")
 
@@ -74,7 +71,7 @@ class Dispatcher:
     timer: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
-        self.screen = Screen(self.relay, self.channels.threads)
+        self.screen = Screen(self.relay, self.channels.threads, self.channels.links)
         settings = self.relay.config.settings.outbox
         self.retries = Retries(settings.backoff, settings.max_attempts)
         # How many deliveries go in the next group: learnt from how fast the
@@ -98,31 +95,37 @@ class Dispatcher:
         with nothing in doubt that costs the claim one statement, no transaction.
         Only when one of them goes back to the outbox does a second claim run."""
         report = self.deliver_handed()
-        doubts = Doubts(self.relay, self.channels, self.owner)
-        asked = self._claim_and_send(limit, report, doubts, message_id, instance_id)
-        if doubts.resolve(asked, report):
-            self._claim_and_send(limit, report, None, message_id, instance_id)
+        asked = self._claim_and_send(limit, report, True, message_id, instance_id)
+        if asked and Doubts(self.relay, self.channels, self.owner).resolve(asked, report):
+            self._claim_and_send(limit, report, False, message_id, instance_id)
         return report
 
     def _claim_and_send(
         self,
         limit: int,
         report: DeliveryReport,
-        doubts: Doubts | None,
+        doubts: bool,
         message_id: int | None,
         instance_id: str | None,
     ) -> list[Doubt]:
-        """One claim (taking ``doubts``' in its transaction) and its sends; returns
-        the doubts taken, for :meth:`Doubts.resolve`."""
+        """One claim (leasing, with ``doubts``, the messages a dead sender left, in
+        its transaction) and its sends; returns those doubts, for :meth:`Doubts.resolve`."""
         with self.relay.store.transaction() as session:
             now = self.relay.now()
-            asked = (
-                []
-                if doubts is None
-                else doubts.take(
-                    session, SEND_LEASE, limit, message_id=message_id, instance_id=instance_id
+            in_doubt = (
+                in_doubt_rows.claim_in_doubt(
+                    session,
+                    now,
+                    SEND_LEASE,
+                    limit,
+                    self.owner,
+                    message_id=message_id,
+                    instance_id=instance_id,
                 )
+                if doubts
+                else []
             )
+            asked = leased(session, in_doubt, now + SEND_LEASE) if in_doubt else []
             batch = claims.claim_outbox(
                 session,
                 now,
@@ -329,7 +332,7 @@ class Dispatcher:
         self, group: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """Just before the sends: is each row still ours, and may it still go?
-        (:mod:`relay.engine.outbox.confirming`)"""
+        (:func:`relay.engine.outbox.doubts.confirm`)"""
         return confirm(self.relay, group, claimed, SEND_LEASE, report, self._stalled)
 
     def _deliver(

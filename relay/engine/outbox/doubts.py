@@ -1,5 +1,12 @@
-"""Before anything is sent again after a crash: what became of a message left
-``sending``? (:mod:`relay.channels.fate` says why this is asked.)
+"""Is a claimed message still this dispatcher's to send? Asked of a group just
+before its sends (:func:`confirm`), and, after a crash, of a message left
+``sending`` (:class:`Doubts`; :mod:`relay.channels.fate` says why).
+
+A batch is delivered one message after another; when the channel is slow, the
+lease on rows further down can run out and another worker claims them again
+(its claim counts one more attempt). Those are its to send now. The lease is
+renewed for the send itself, and the opt-out is checked again, at delivery time
+rather than when the batch was claimed.
 
 A dispatcher leases the messages whose sender died (``store.doubts``), asks
 each one's channel outside any transaction, and settles it in one more:
@@ -18,21 +25,18 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound
 from relay.channels.fate import Fate, Reconciled, reconcile, resend_safe
-from relay.engine.backends import Channels
 from relay.engine.conversation import events
-from relay.engine.outbox import gate
+from relay.engine.outbox import screen
 from relay.engine.outbox.outcomes import DeliveryReport
+from relay.engine.runtime import Channels, Runtime
 from relay.store import claims, commit_log, doubts, funnel, locked_rows
 from relay.store import outbox as outbox_rows
-
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.outbox")
 
@@ -50,6 +54,9 @@ class Doubt:
     #: The lease this dispatcher took on the row to ask about it.
     lease_until: datetime
     written: datetime
+    #: Provider ids relay recorded for other messages to the same recipient on the
+    #: channel: a listed message with one of them is not this one.
+    taken: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -90,24 +97,7 @@ class Doubts:
         rows = doubts.claim_in_doubt(
             session, now, lease, limit, self.owner, message_id=message_id, instance_id=instance_id
         )
-        if not rows:
-            return []
-        facts = gate.Facts.read(session, rows)
-        return [
-            Doubt(
-                Outbound(
-                    message_id=row.id,
-                    instance_id=row.instance_id,
-                    to=facts.address(row.channel or "console", row.contact_id),
-                    text=row.body,
-                    idempotency_key=row.idempotency_key or str(row.id),
-                ),
-                row.channel or "console",
-                now + lease,
-                row.created_at,
-            )
-            for row in rows
-        ]
+        return leased(session, rows, now + lease)
 
     def resolve(self, asked: list[Doubt], report: DeliveryReport) -> bool:
         """Ask the channels about what :meth:`take` leased, outside any transaction,
@@ -115,17 +105,23 @@ class Doubts:
         second claim may send it)."""
         if not asked:
             return False
-        answers = [(doubt, self._ask(doubt)) for doubt in asked]
+        answers = []
+        found: set[str] = set()  # two doubts with one text: one listed message each
+        for doubt in asked:
+            answer, allowed = self._ask(doubt, doubt.taken | found)
+            if answer.fate is Fate.SENT and answer.provider_id:
+                found.add(answer.provider_id)
+            answers.append((doubt, (answer, allowed)))
         with self.relay.store.transaction() as session:
             return self._record(session, answers, report) > 0
 
-    def _ask(self, doubt: Doubt) -> tuple[Reconciled, bool]:
+    def _ask(self, doubt: Doubt, taken: frozenset[str]) -> tuple[Reconciled, bool]:
         """The channel's answer, and whether a second hand-over is allowed."""
         try:
             channel = self.channels.get(doubt.channel)
         except Exception as exc:
             return Reconciled(Fate.UNKNOWN, detail=f"channel {doubt.channel}: {exc}"), False
-        answer = reconcile(channel, doubt.outbound, doubt.written - CLOCK_SLACK)
+        answer = reconcile(channel, doubt.outbound, doubt.written - CLOCK_SLACK, taken)
         allowed = resend_safe(channel) or self.relay.config.settings.outbox.resend_unknown
         return answer, allowed
 
@@ -173,3 +169,66 @@ class Doubts:
                 )
         locked_rows.write(session, locked.values())
         return requeued
+
+
+def leased(session: Session, rows: list[Any], until: datetime) -> list[Doubt]:
+    """The messages :func:`relay.store.doubts.claim_in_doubt` leased until ``until``,
+    as doubts to ask their channels about (none: no query)."""
+    if not rows:
+        return []
+    facts = screen.Facts.read(session, rows)
+    since = min(row.created_at for row in rows) - CLOCK_SLACK
+    taken = doubts.recorded_elsewhere(session, rows, since)
+    return [
+        Doubt(
+            Outbound(
+                message_id=row.id,
+                instance_id=row.instance_id,
+                to=facts.address(row.channel or "console", row.contact_id),
+                text=row.body,
+                idempotency_key=row.idempotency_key or str(row.id),
+            ),
+            row.channel or "console",
+            until,
+            row.created_at,
+            taken[(row.contact_id, row.channel or "console")],
+        )
+        for row in rows
+    ]
+
+
+def confirm(
+    relay: Runtime,
+    group: list[tuple[Outbound, str]],
+    claimed: dict[int, int],
+    lease: timedelta,
+    report: DeliveryReport,
+    stalled: set[str],
+) -> list[tuple[Outbound, str]]:
+    """The messages of ``group`` still ours (``claimed``: the attempt each claim
+    counted) that may still go, their leases renewed for ``lease``. Those ruled
+    out are recorded; the conversations of those taken over join ``stalled``."""
+    confirmed = []
+    with relay.store.transaction() as session:
+        ids = [o.message_id for o, _ in group]
+        # Instances first, then messages: the order every command locks in.
+        owners = sorted({o.instance_id for o, _ in group if o.instance_id})
+        claims.lock_instance_rows(session, owners)
+        locked = claims.lock_messages(session, ids)
+        facts = screen.Facts.read(session, locked.values())
+        renewed = relay.now() + lease
+        for outbound, channel_name in group:
+            message = locked.get(outbound.message_id)
+            if message is None or not claims.still_leased(message, claimed[outbound.message_id]):
+                log.info("message %s was taken over by another worker", outbound.message_id)
+                if outbound.instance_id:
+                    stalled.add(outbound.instance_id)
+                continue
+            ruling = screen.rule(message, facts)
+            if ruling.verdict is not screen.Verdict.GO:
+                screen.rule_out(session, message, ruling, report)
+                continue
+            message.next_attempt_at = renewed
+            confirmed.append((outbound, channel_name))
+        locked_rows.write(session, locked.values())
+    return confirmed

@@ -1,37 +1,107 @@
-"""What becomes of deliveries that do not simply go, and the count of every outcome.
+"""An outbox row's life: written (:func:`queue_outbound`, a draft, a cancel), and
+what becomes of its delivery when it does not simply go, with the count of
+every outcome.
 
-A message the gate rules out is held, blocked, cancelled or failed
-(:func:`rule_out`); one the channel did not take is retried with backoff, held
-(the provider cannot send at all), blocked (the recipient opted out with it), or
-failed for good and handed to a person (:func:`record`). Kept apart from the
-dispatcher's happy path (:mod:`relay.engine.outbox.dispatcher`); each runs in the
-transaction that holds the locked outbox row.
+A message the screen rules out is held, blocked, cancelled or failed
+(:func:`relay.engine.outbox.screen.rule_out`); one the channel did not take is
+retried with backoff, held (the provider cannot send at all), blocked (the
+recipient opted out with it), or failed for good and handed to a person
+(:func:`record`). Kept apart from the dispatcher's happy path
+(:mod:`relay.engine.outbox.dispatcher`); each runs in the transaction that holds
+the locked outbox row.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
 from relay.core.secrets import mask_text
-from relay.core.values import MessageStatus
+from relay.core.values import Author, Direction, MessageStatus
 from relay.engine.contacts import optouts
 from relay.engine.conversation import events, fallback, transitions
-from relay.engine.outbox import gate
-from relay.store import claims, commit_log, locked_rows
-from relay.store.locked_rows import MessageFields
+from relay.store import claims, locked_rows
+from relay.store import outbox as outbox_rows
+from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.outbox")
 
 _T = TypeVar("_T")
+
+
+def queue_outbound(
+    session: Session,
+    instance: InstanceFields,
+    body: str,
+    author: Author,
+    now: datetime,
+    *,
+    proactive: bool = False,
+    flush: bool = True,
+) -> Message:
+    """Write an outbound message as an outbox row; the dispatcher delivers it.
+
+    ``flush=False`` leaves the insert to the transaction's commit (a batch of
+    turns writes its rows together); the message then has no id yet.
+    """
+    message = Message(**outbound_row(instance, body, author, now, proactive=proactive))
+    session.add(message)
+    if flush:
+        session.flush()
+    return message
+
+
+def outbound_row(
+    instance: InstanceFields, body: str, author: Author, now: datetime, *, proactive: bool = False
+) -> dict[str, Any]:
+    """The columns of a new outbox row: :func:`queue_outbound` makes an ORM object of
+    them; a batch of turn commits inserts its rows with one statement instead."""
+    return {
+        "instance_id": instance.id,
+        "contact_id": instance.contact_id,
+        "direction": Direction.OUTBOUND.value,
+        "author": author.value,
+        "body": body,
+        "status": MessageStatus.QUEUED.value,
+        "channel": instance.channel,
+        # 128 random bits as hex: what uuid4().hex gave, without building a UUID
+        # (a few microseconds a message on the daemon's hot path).
+        "idempotency_key": secrets.token_hex(16),
+        "attempts": 0,
+        "next_attempt_at": now,
+        # Set when the committing worker leases the row at once (Dispatcher.lease_new).
+        "lease_owner": None,
+        "proactive": int(proactive),
+        "created_at": now,
+    }
+
+
+#: Where the agent's next turn finds the draft a person rejected and why (its
+#: ``state``): ``{"message_id": ..., "text": ..., "reason": ...}``; cleared by that turn.
+REJECTED_KEY = "relay:rejected_draft"
+
+
+def as_draft(row: dict[str, Any]) -> dict[str, Any]:
+    """An outbox row that waits for a person's approval: the dispatcher never sees it."""
+    row["status"] = MessageStatus.DRAFT.value
+    row["next_attempt_at"] = None
+    return row
+
+
+def cancel_outbox(session: Session, instance_id: str) -> None:
+    """A cancelled conversation sends nothing more, not even what was queued."""
+    for message in outbox_rows.queued_of(session, instance_id):
+        message.status = MessageStatus.CANCELLED.value
+        message.next_attempt_at = None
 
 
 @dataclass
@@ -184,21 +254,6 @@ def _escalate(session: Session, message: Message, error: str, now: datetime) -> 
     # With a channel ladder, the message goes again on the next channel instead.
     if not fallback.after_failure(session, instance, message, reason, now, "dispatcher"):
         transitions.hand_to_human(session, instance, reason, now=now, actor="dispatcher")
-
-
-def rule_out(
-    session: Session, message: MessageFields, ruling: gate.Ruling, report: DeliveryReport
-) -> None:
-    gate.apply(message, ruling)
-    if ruling.verdict is gate.Verdict.HOLD:
-        report.held += 1
-    elif ruling.verdict is gate.Verdict.BLOCK:
-        report.blocked += 1
-    elif ruling.verdict is gate.Verdict.FAIL:
-        report.failed += 1
-    else:
-        report.cancelled += 1
-    commit_log.info(session, log, "message %s not sent: %s", message.id, ruling.verdict.value)
 
 
 def put_back(

@@ -1,41 +1,204 @@
 """The outbox's screen: which leased rows may go now, decided under the lease's locks.
 
-Run in the transaction that leases the rows: the outbox claim, or a turn
-commit that writes its new rows already leased (:meth:`Dispatcher.lease_new`).
-What may not go is ruled out (:mod:`relay.engine.outbox.gate`), what a sending window
-or a rate limit does not allow yet goes back to the queue with its time, and
-the rest becomes what the channel is handed (:class:`Outbound`). The screen
-also remembers, for the record of each send, when the message was written (a
-late delivery moves the heartbeat) and whether it is its conversation's first.
+Run in the transaction that leases the rows (the outbox claim, or a turn commit
+that writes its new rows already leased: :meth:`Dispatcher.lease_new`), and again
+under the conversation's lock just before sending each group (on SQLite, not for
+a group sent straight after its claim). What may not go is ruled out (:func:`rule`:
+opted out, undeliverable, paused, ended, superseded), what a sending window or a
+rate limit does not allow yet goes back to the queue with its time, and the rest
+becomes what the channel is handed (:class:`Outbound`). The screen also remembers,
+for the record of each send, when the message was written (a late delivery moves
+the heartbeat) and whether it is its conversation's first.
+
+Asking at the last moment is what makes an acknowledged ``relay cancel`` or
+``relay pause`` final: a message written earlier (the rest of a multi-message
+turn, a retry waiting out its backoff, a send left ``sending`` by a crashed
+daemon) is held or cancelled here instead of reaching the contact afterwards
+(a SQLite claim asked a moment before holding the database's write lock:
+``relay.engine.outbox.dispatcher.FRESH``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from relay.channels.base import ContentTemplate, Outbound
-from relay.core.states import HEARTBEAT_STATE
+from relay.core.ladder import from_json, kind_on, rung_of
+from relay.core.states import HEARTBEAT_STATE, State, delivers
+from relay.core.values import MessageStatus
 from relay.engine.contacts import unsubscribe
-from relay.engine.outbox import gate
-from relay.engine.outbox import outcomes as delivery_outcomes
-from relay.engine.outbox.mail_limits import MailLimits
+from relay.engine.conversation import policy
 from relay.engine.outbox.outcomes import DeliveryReport
-from relay.engine.outbox.rates import RateLimits
-from relay.store import claims, queries
+from relay.engine.outbox.rates import KEYS, Limits
+from relay.engine.runtime import Runtime
+from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts, queries
 from relay.store.locked_rows import MessageFields, MessageRow
 
-if TYPE_CHECKING:
-    from relay.engine.runtime import Runtime
+log = logging.getLogger("relay.outbox")
 
 #: A message the channel is to be handed, and the channel's name.
 Ready = tuple[Outbound, str]
 #: A delivery later than this after its message was written moves the heartbeat.
 LATE = timedelta(seconds=1)
+
+
+class Verdict(Enum):
+    GO = "go"
+    #: Not now: the conversation is paused (or still queued); resuming releases it.
+    HOLD = "hold"
+    #: Never, and not a failure: the conversation moved on without it.
+    CANCEL = "cancel"
+    #: Never: the contact opted out.
+    BLOCK = "block"
+    #: Never: the address cannot be reached.
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Ruling:
+    verdict: Verdict
+    reason: str | None = None
+
+
+GO = Ruling(Verdict.GO)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rules look at, read for a whole batch in three queries."""
+
+    contacts: dict[int, Any]
+    instances: dict[str, Any]
+    #: The newest inbound message id per instance.
+    last_inbound: dict[str, int]
+    #: Bound chats: ``{(channel, contact id): address}`` (see ``contact_aliases``).
+    aliases: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The addresses of contacts whose conversation has a channel ladder:
+    #: ``{(contact id, kind): address}`` (see ``contact_addresses``).
+    addresses: dict[tuple[int, str], str] = field(default_factory=dict)
+    #: ``{(contact id, kind)}`` the contact opted out of alone (per-channel scope).
+    closed: set[tuple[int, str]] = field(default_factory=set)
+
+    def kind(self, channel: str, contact_id: int, instance_id: str | None) -> str:
+        """The kind of the contact's address a message on ``channel`` writes to."""
+        instance = self.instances.get(instance_id or "")
+        rungs = from_json(instance.ladder) if instance is not None else ()
+        return kind_on(rungs, channel, str(self.contacts[contact_id].kind))
+
+    def address(self, channel: str, contact_id: int, instance_id: str | None = None) -> str:
+        """Where the message goes on ``channel``: the contact's bound chat there, if
+        any; else, on a rung of its conversation's ladder, the contact's address of
+        the rung's kind; else the contact's own address."""
+        bound = self.aliases.get((channel, contact_id))
+        if bound:
+            return bound
+        instance = self.instances.get(instance_id or "")
+        rung = rung_of(from_json(instance.ladder), channel) if instance is not None else None
+        if rung is not None and rung.kind is not None:
+            found = self.addresses.get((contact_id, rung.kind))
+            if found:
+                return found
+        return str(self.contacts[contact_id].address)
+
+    @classmethod
+    def read(cls, session: Session, messages: Iterable[MessageFields]) -> Facts:
+        rows = list(messages)
+        contact_ids = {m.contact_id for m in rows}
+        instance_ids = {m.instance_id for m in rows if m.instance_id}
+        contacts: dict[int, Any] = {}
+        instances: dict[str, Any] = {}
+        last_inbound: dict[str, int] = {}
+        if contact_ids:
+            contacts = delivery_facts.contact_facts(session, contact_ids)
+        if instance_ids:
+            instances = delivery_facts.instance_facts(session, instance_ids)
+            last_inbound = delivery_facts.last_inbound_ids(session, instance_ids)
+        pairs = {(m.channel or "console", m.contact_id) for m in rows}
+        laddered = {m.contact_id for m in rows if _laddered(instances.get(m.instance_id or ""))}
+        return cls(
+            contacts,
+            instances,
+            last_inbound,
+            aliases.addresses_for(session, pairs),
+            contact_addresses.of_contacts(session, laddered),
+            contact_addresses.opted_out_kinds(session, contact_ids),
+        )
+
+
+def _laddered(instance: Any) -> bool:
+    return instance is not None and bool(instance.ladder)
+
+
+def rule(message: MessageFields, facts: Facts) -> Ruling:
+    contact = facts.contacts.get(message.contact_id)
+    if contact is not None and contact.opted_out_at is not None:
+        return Ruling(Verdict.BLOCK, "contact opted out")
+    closed = _closed_kind(message, facts) if contact is not None else None
+    if closed is not None:
+        return Ruling(Verdict.BLOCK, f"contact opted out of {closed}")
+    if contact is not None and contact.undeliverable_reason:
+        return Ruling(Verdict.FAIL, f"address undeliverable: {contact.undeliverable_reason}")
+    instance = facts.instances.get(message.instance_id or "")
+    if instance is None:
+        return GO
+    state = State(instance.state)
+    goes = delivers(state)  # a completed conversation's farewell still goes
+    if goes is None:
+        return Ruling(Verdict.HOLD, f"conversation is {state.value}")
+    if not goes:
+        return Ruling(Verdict.CANCEL, f"conversation ended ({state.value}) before delivery")
+    if message.proactive and facts.last_inbound.get(instance.id, 0) > message.id:
+        return Ruling(Verdict.CANCEL, "superseded: the contact wrote after it was written")
+    return GO
+
+
+def _closed_kind(message: MessageFields, facts: Facts) -> str | None:
+    """The kind of address the message writes to, if the contact opted out of it alone."""
+    if not facts.closed:
+        return None
+    kind = facts.kind(message.channel or "console", message.contact_id, message.instance_id)
+    return kind if (message.contact_id, kind) in facts.closed else None
+
+
+def apply(message: MessageFields, ruling: Ruling) -> None:
+    """Record a ruling other than GO on the (locked) message row."""
+    message.last_error = ruling.reason
+    message.lease_owner = None
+    if ruling.verdict is Verdict.HOLD:
+        # Not an attempt; due again when the conversation is resumed.
+        message.status = MessageStatus.QUEUED.value
+        message.attempts = max(0, message.attempts - 1)
+        message.next_attempt_at = None
+        return
+    message.next_attempt_at = None
+    message.status = {
+        Verdict.CANCEL: MessageStatus.CANCELLED,
+        Verdict.BLOCK: MessageStatus.BLOCKED,
+        Verdict.FAIL: MessageStatus.FAILED,
+    }[ruling.verdict].value
+
+
+def rule_out(
+    session: Session, message: MessageFields, ruling: Ruling, report: DeliveryReport
+) -> None:
+    """Record a ruling other than GO on the locked row, and count it."""
+    apply(message, ruling)
+    if ruling.verdict is Verdict.HOLD:
+        report.held += 1
+    elif ruling.verdict is Verdict.BLOCK:
+        report.blocked += 1
+    elif ruling.verdict is Verdict.FAIL:
+        report.failed += 1
+    else:
+        report.cancelled += 1
+    commit_log.info(session, log, "message %s not sent: %s", message.id, ruling.verdict.value)
 
 
 @dataclass(frozen=True)
@@ -57,18 +220,17 @@ class Screen:
     relay: Runtime
     #: Whether a channel reads ``Outbound.thread`` (:meth:`Channels.threads`).
     threads: Callable[[str], bool]
-    limits: RateLimits = field(init=False)
-    #: Per-domain throttles and warm-up ramps of email channels.
-    mail: MailLimits = field(init=False)
+    #: Whether it reads ``Outbound.unsubscribe_token`` (:meth:`Channels.links`).
+    links: Callable[[str], bool]
+    #: Rate limits, domain throttles and warm-up; built for the first channel with any.
+    limits: Limits | None = None
+    #: Whether each channel has a rate setting (:data:`relay.engine.outbox.rates.KEYS`).
+    limited: dict[str, bool] = field(default_factory=dict)
     #: When each screened message was written, until its send is recorded.
     written: dict[int, datetime] = field(default_factory=dict)
     #: Screened messages whose conversation had no delivery yet: recording one as
     #: sent also records the conversation's first delivery (for the funnel).
     firsts: set[int] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.limits = RateLimits(self.relay.config)
-        self.mail = MailLimits(self.relay.config)
 
     def __call__(
         self,
@@ -84,56 +246,77 @@ class Screen:
         (so not yet in the store as sent) are counted against the rate limits."""
         # Deliveries of an earlier batch are in the store as sent by now; only
         # this batch's are counted in memory (counting both would hold too many).
-        if not counted:
-            self._reset()
-        facts = gate.Facts.read(session, batch)
-        # Asked once per channel, not per message (a channel that cannot be built is
-        # built again at every ask).
-        reads = {name: self.threads(name) for name in {m.channel or "console" for m in batch}}
-        threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
-        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
-        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
-        links = unsubscribe.tokens(session, now)
+        if not counted and self.limits is not None:
+            self.limits.reset()
+        facts = Facts.read(session, batch)
+        threads, links = self._handed(session, batch, facts, now)
         ready = []
         # Conversations with a message held here: their later ones in the batch
         # wait too (due at once, a claim takes them after the held one).
         held: set[str] = set()
         for message in batch:
-            ruling = gate.rule(message, facts)
-            if ruling.verdict is not gate.Verdict.GO:
-                delivery_outcomes.rule_out(session, message, ruling, report)
+            ruling = rule(message, facts)
+            if ruling.verdict is not Verdict.GO:
+                rule_out(session, message, ruling, report)
                 continue
             channel = message.channel or "console"
             to = facts.address(channel, message.contact_id)
-            later = gate.window_opens(message, facts, self.relay.config, now)
-            later = later or self._limit(session, channel, to, now)
+            later = self._later(session, message, facts, to, now)
             if later is not None or message.instance_id in held:
                 claims.unlease_outbox_row(message, later or now)
                 if message.instance_id:
                     held.add(message.instance_id)
                 report.held += 1
                 continue
-            self._count(channel, to)
-            ready.append((_outbound(message, channel, facts, threads, links), channel))
+            if (limits := self.limits_of(channel)) is not None:
+                limits.count(channel, to)
+            ready.append((_outbound(message, channel, facts, threads, links[channel]), channel))
             self.written[message.id] = message.created_at
             instance = facts.instances.get(message.instance_id or "")
             if instance is not None and instance.first_delivered_at is None:
                 self.firsts.add(message.id)
         return ready
 
-    def _limit(self, session: Session, channel: str, to: str, now: datetime) -> datetime | None:
-        """When the channel's rate limits, domain throttles and warm-up allow one more."""
-        return self.limits.hold_until(session, channel, now) or self.mail.hold_until(
-            session, channel, now, to
-        )
+    def _handed(
+        self, session: Session, batch: list[MessageRow], facts: Facts, now: datetime
+    ) -> tuple[dict[str, tuple[str, ...]], dict[str, unsubscribe.UnsubscribeTokens | None]]:
+        """What the channels read besides the message: the conversations' threads, and
+        the token key of unsubscribe links (asked once per channel, not per message:
+        one that cannot be built is built again at every ask)."""
+        names = {m.channel or "console" for m in batch}
+        reads = {name: self.threads(name) for name in names}
+        threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
+        on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
+        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
+        linked = {name for name in names if self.links(name)}
+        tokens = unsubscribe.tokens(session, now) if linked else None
+        return threads, {name: tokens if name in linked else None for name in names}
 
-    def _count(self, channel: str, to: str) -> None:
-        self.limits.count(channel)
-        self.mail.count(channel, to)
+    def _later(
+        self, session: Session, message: MessageRow, facts: Facts, to: str, now: datetime
+    ) -> datetime | None:
+        """When the sending window of a proactive message (:func:`policy.send_opens`) and
+        the channel's rate limits allow the message, if not now."""
+        contact = facts.contacts.get(message.contact_id)
+        later = None
+        if message.proactive and contact is not None:
+            instance = facts.instances.get(message.instance_id or "")
+            config = self.relay.config
+            later = policy.send_opens(instance, contact.address, contact.timezone, config, now)
+        channel = message.channel or "console"
+        limits = self.limits_of(channel)
+        if later is None and limits is not None:
+            later = limits.hold_until(session, channel, now, to)
+        return later
 
-    def _reset(self) -> None:
-        self.limits.reset()
-        self.mail.reset()
+    def limits_of(self, channel: str) -> Limits | None:
+        """The limits to ask for ``channel``; None when it has no rate setting."""
+        if channel not in self.limited:
+            get = self.relay.config.get
+            self.limited[channel] = any(get(f"channels.{channel}.{key}") for key in KEYS)
+        if self.limited[channel] and self.limits is None:
+            self.limits = Limits(self.relay.config)
+        return self.limits if self.limited[channel] else None
 
     def move_heartbeats(self, session: Session, sent: Iterable[tuple[Outbound, datetime]]) -> None:
         """A follow-up's countdown runs from its delivery, not from the decision: a
@@ -171,9 +354,9 @@ class Screen:
 def _outbound(
     message: MessageFields,
     channel: str,
-    facts: gate.Facts,
+    facts: Facts,
     threads: dict[str, tuple[str, ...]],
-    links: unsubscribe.UnsubscribeTokens,
+    links: unsubscribe.UnsubscribeTokens | None,
 ) -> Outbound:
     """What the channel is handed for ``message``: the address it reaches the
     contact at, the thread, the subject, the unsubscribe link and template."""
@@ -187,7 +370,7 @@ def _outbound(
         idempotency_key=message.idempotency_key or str(message.id),
         thread=threads.get(message.instance_id or "", ()),
         subject=instance.subject if instance is not None else None,
-        unsubscribe_token=links.make(message.contact_id, message.instance_id),
+        unsubscribe_token=links.make(message.contact_id, message.instance_id) if links else None,
         last_inbound_at=contact.last_inbound_at,
         template=ContentTemplate.from_json(instance and instance.template),
     )

@@ -1,22 +1,31 @@
-"""Structured answers in a turn: the checks that need the turn's context or the
-instance's JSON Schema, refusing a wrong answer back to the agent, and recording
-accepted answers with their events.
+"""What an agent keeps besides its messages: structured answers to the todos, and
+scoped key-value state.
 
-The kind checks themselves are pure (:mod:`relay.core.answers`). An answer relay
+Answers: the checks that need the turn's context or the
+instance's JSON Schema, refusing a wrong answer back to the agent, and recording
+accepted answers with their events. The kind checks themselves are pure
+(:mod:`relay.core.answers`). An answer relay
 refuses is never a reason to call a person: the agent is asked again in the same
 turn with the refusals in ``context.refused`` (up to :data:`ASK_AGAIN` times);
 if it still gets one wrong, the rest of its turn is applied, that todo is left
 as it was, and the refusal is kept in the instance's state
 (``relay:last_turn_notes``) so its next turn sees it.
+
+Scoped state (:func:`load_state`, :func:`store_state`): ``app:`` keys shared by
+every conversation, ``contact:`` keys by every conversation with one contact,
+bare keys owned by one instance, and ``temp:`` keys that live for one turn and
+are never stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import Row
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.answers import AnswerSpec
@@ -30,9 +39,11 @@ from relay.core.turns import (
     TurnPlan,
     validate_actions,
 )
+from relay.core.values import Scope, split_scoped_key
 from relay.engine.conversation import events
+from relay.store import state_entries
 from relay.store.locked_rows import InstanceFields
-from relay.store.models import Todo
+from relay.store.models import StateEntry, Todo
 
 #: How many times one turn's agent is asked again after a refused answer.
 ASK_AGAIN = 2
@@ -191,3 +202,61 @@ def apply(
             "message_id": answer.message_id,
         }
         events.record(session, events.Kind.ANSWER, instance.id, data, now, actor="agent")
+
+
+# -- scoped state ------------------------------------------------------------------------
+
+
+def scope_id_of(instance: InstanceFields | Row[Any], scope: Scope) -> str:
+    if scope is Scope.APP:
+        return ""
+    if scope is Scope.CONTACT:
+        return str(instance.contact_id)
+    return instance.id
+
+
+def load_state(
+    session: Session, instances: Sequence[InstanceFields | Row[Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each instance's scoped state in one query: app keys, overridden by the
+    contact's, overridden by the instance's own."""
+    contacts = {scope_id_of(i, Scope.CONTACT) for i in instances}
+    owns = {scope_id_of(i, Scope.INSTANCE) for i in instances}
+    entries = state_entries.entries_for(session, contacts, owns)
+    scoped: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in entries:
+        scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
+    states = {}
+    for instance in instances:
+        state: dict[str, Any] = {}
+        for scope in (Scope.APP, Scope.CONTACT, Scope.INSTANCE):
+            state.update(scoped.get((scope.value, scope_id_of(instance, scope)), {}))
+        states[instance.id] = state
+    return states
+
+
+def store_state(
+    session: Session, instance: InstanceFields, key: str, value: Any, now: datetime
+) -> None:
+    """Upsert one scoped key; ``temp:`` keys live for the turn only and are not stored."""
+    scope, name = split_scoped_key(key)
+    if scope is Scope.TEMP:
+        return
+    scope_id = scope_id_of(instance, scope)
+    entry = state_entries.entry(session, scope.value, scope_id, name)
+    if entry is None:
+        try:
+            with session.begin_nested():
+                session.add(
+                    StateEntry(
+                        scope=scope.value, scope_id=scope_id, key=name, value=value, updated_at=now
+                    )
+                )
+                session.flush()
+            return
+        except IntegrityError:
+            # Another turn wrote the same shared key first; ours is newer.
+            entry = state_entries.entry(session, scope.value, scope_id, name)
+            assert entry is not None
+    entry.value = value
+    entry.updated_at = now

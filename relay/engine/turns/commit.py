@@ -24,8 +24,8 @@ from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
 from relay.engine.contacts.optouts import opt_out as record_opt_out
-from relay.engine.conversation import events, scoped_state, transitions
-from relay.engine.outbox.outgoing import REJECTED_KEY, as_draft, outbound_row
+from relay.engine.conversation import events, transitions
+from relay.engine.outbox.outcomes import REJECTED_KEY, as_draft, outbound_row
 from relay.engine.turns import answers
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries
 from relay.store import outbox as outbox_rows
@@ -184,7 +184,7 @@ class TurnCommitter:
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
-            scoped_state.store(session, instance, NOTES_KEY, list(plan.notes), now)
+            answers.store_state(session, instance, NOTES_KEY, list(plan.notes), now)
         return TurnOutcome(
             instance.id,
             context.reason.value,
@@ -210,7 +210,7 @@ class TurnCommitter:
             todo.updated_at = now
         answers.apply(session, instance, todos, plan, now)
         for key, value in plan.state_updates:
-            scoped_state.store(session, instance, key, value, now)
+            answers.store_state(session, instance, key, value, now)
         seen = {m.id for m in context.new_messages}
         for message in loaded.inbound[instance.id]:
             if message.id in seen:
@@ -240,7 +240,7 @@ class TurnCommitter:
             instance.drafts_pending = (instance.drafts_pending or 0) + len(plan.messages)
         if context.state.get(REJECTED_KEY) is not None:
             # The turn has read why its last draft was turned down; the next one need not.
-            scoped_state.store(session, instance, REJECTED_KEY, None, now)
+            answers.store_state(session, instance, REJECTED_KEY, None, now)
 
     def _opt_out(
         self,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
 
-from relay.agents.base import Agent, AgentError, make_agent
+from relay.agents.base import Agent, AgentError
 from relay.core.clock import isoformat
 from relay.core.errors import RelayError
 from relay.core.turns import (
@@ -31,8 +31,8 @@ from relay.core.turns import (
     TurnContext,
     TurnReason,
 )
-from relay.engine.backends import agent_settings
-from relay.engine.conversation import policy, scoped_state
+from relay.engine.conversation import policy
+from relay.engine.runtime import Channels, Runtime, build_agent
 from relay.engine.turns import answers
 from relay.engine.turns.commit import TurnCommitter, TurnOutcome
 from relay.store import claims, locked_rows, queries, turn_rows
@@ -40,7 +40,6 @@ from relay.store.models import Message
 
 if TYPE_CHECKING:
     from relay.engine.outbox.dispatcher import Dispatcher
-    from relay.engine.runtime import Runtime
 
 log = logging.getLogger("relay.turns")
 
@@ -68,7 +67,7 @@ def read_contexts(
         todos = queries.todo_rows_for(session, ids)
         transcripts = turn_rows.transcripts_for(session, ids, window, said_only=True)
         inbound = turn_rows.inbound_rows_for(session, ids)
-        states = scoped_state.load(session, instances)
+        states = answers.load_state(session, instances)
         now = isoformat(relay.now()) or ""
         found = {}
         for row in instances:
@@ -259,7 +258,7 @@ class TurnRunner:
 
     def agent(self, name: str) -> Agent:
         if name not in self._agents:
-            self._agents[name] = make_agent(name, agent_settings(self.relay.config, name))
+            self._agents[name] = build_agent(self.relay.config, name)
         return self._agents[name]
 
     def _call_agent(self, name: str, context: TurnContext) -> list[Action]:
@@ -321,7 +320,6 @@ class TurnRunner:
 
 def start_now(relay: Runtime, instance_id: str, owner: str = "cli") -> TurnOutcome | None:
     """Run one instance's due turn now and deliver what it wrote (``relay start``)."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import Dispatcher
 
     turns = TurnRunner(relay, owner)

@@ -33,7 +33,7 @@ def built_channel(rt: Context, name: str) -> Any:
     """Channel ``name`` built from its section, once per name (for checks and
     links; the dispatcher builds its own)."""
     from relay.channels.base import make_channel
-    from relay.engine.backends import channel_settings
+    from relay.engine.runtime import channel_settings
 
     built = rt.channels.get(name)
     if built is None:
@@ -56,7 +56,7 @@ def reach(rt: Runtime, channel: str, address: str) -> str:
 def channel_type(rt: Runtime, channel: str) -> str:
     """The type of channel ``channel`` (what its backend is): how it writes addresses
     (a WhatsApp ``wa_id`` carries its country code without ``+``)."""
-    from relay.engine.backends import channel_kind
+    from relay.engine.runtime import channel_kind
 
     return channel_kind(rt.config, channel)
 
@@ -69,7 +69,7 @@ def check_backends(
     from relay.agents.base import AGENTS, agent_names
     from relay.channels.base import CHANNELS, channel_kinds
     from relay.core.windows import parse_window
-    from relay.engine.backends import channel_kind, setup_problems
+    from relay.engine.runtime import channel_kind, setup_problems
 
     if not AGENTS.has(agent):
         raise InvalidInput(f"unknown agent {agent!r} (known: {', '.join(agent_names())})")
@@ -91,7 +91,7 @@ def template(
     rt: Runtime, channel: str, sid: str | None, variables: Mapping[str, str] | None
 ) -> dict[str, Any] | None:
     from relay.core.templates import content_template
-    from relay.engine.backends import channel_kind
+    from relay.engine.runtime import channel_kind
 
     found = content_template(sid, variables)
     kind = channel_kind(rt.config, channel)

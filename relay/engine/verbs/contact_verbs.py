@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from relay.config import Config
 from relay.core.errors import InvalidInput, RelayError
-from relay.engine.contacts import book as contacts
+from relay.engine.contacts import addresses as contacts
 from relay.engine.contacts.addresses import address_for, normalise
 from relay.engine.conversation import audit
 from relay.engine.runtime import Context, Runtime
@@ -177,7 +177,7 @@ def set_contact(
 ) -> ContactView:
     """Set the contact's time zone, consent record and other addresses (``{"email": ...,
     "phone": ..., "telegram": ...}``: one of each kind, its own address staying its
-    identity; see :func:`relay.engine.contacts.book.add_address`); an erased address
+    identity; see :func:`relay.engine.contacts.addresses.add_address`); an erased address
     is refused."""
     from relay.engine.verbs.new_conversation import check_timezone, clean_consent
 

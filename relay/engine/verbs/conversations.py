@@ -125,7 +125,7 @@ def _event(
     paused_until: datetime | None = None,
 ) -> InstanceView:
     from relay.engine.conversation import transitions
-    from relay.engine.outbox.outgoing import cancel_outbox
+    from relay.engine.outbox.outcomes import cancel_outbox
 
     with rt.store.transaction() as session:
         instance = queries.resolve_instance(session, instance_id, lock=True)
@@ -166,7 +166,7 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
     the turn, so the conversation waits for the contact's reply)."""
     from relay.engine.conversation import events as event_log
     from relay.engine.conversation import transitions
-    from relay.engine.outbox.outgoing import queue_outbound
+    from relay.engine.outbox.outcomes import queue_outbound
     from relay.engine.verbs.new_conversation import clean_text
 
     body = clean_text(text, "message")
@@ -216,8 +216,8 @@ def retry(rt: Context, message_id: int) -> MessageView:
 def deliver(rt: Runtime, message_id: int) -> MessageView:
     """Try to deliver one queued message now, after what of its conversation is due
     before it (a conversation's messages go in order)."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import Dispatcher
+    from relay.engine.runtime import Channels
     from relay.engine.verbs import operations
 
     batch = rt.config.settings.daemon.batch

@@ -124,7 +124,7 @@ def _inbound_findings(session: Session) -> list[Finding]:
 
 def _backend_findings(relay: Runtime) -> list[Finding]:
     """Channels and the default agent that could not work (a missing secret)."""
-    from relay.engine.backends import agent_problems_of, channel_names, channel_problems_of
+    from relay.engine.runtime import agent_problems_of, channel_names, channel_problems_of
 
     config = relay.config
     findings = [

@@ -1,7 +1,7 @@
 """Drafts a person approves: the operator's side of ``[agent] approval``.
 
 A conversation started with approval ``first`` or ``all`` has its agent's
-messages written as drafts (:func:`relay.engine.outbox.outgoing.as_draft`): outbox
+messages written as drafts (:func:`relay.engine.outbox.outcomes.as_draft`): outbox
 rows the dispatcher never sees. The conversation moves on as after any turn
 (it waits for the reply), but its follow-up countdown does not run while a
 draft waits (:func:`relay.engine.conversation.transitions._move_heartbeat` keeps it whole,
@@ -34,8 +34,9 @@ from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import HEARTBEAT_STATE, TRANSITIONS, Event, State
 from relay.core.values import Author, MessageStatus
-from relay.engine.conversation import audit, events, scoped_state
-from relay.engine.outbox.outgoing import REJECTED_KEY, queue_outbound
+from relay.engine.conversation import audit, events
+from relay.engine.outbox.outcomes import REJECTED_KEY, queue_outbound
+from relay.engine.turns import answers
 from relay.engine.views.instances import MessageView
 from relay.store import contact_rows, draft_rows, queries
 
@@ -140,7 +141,7 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
         draft.status = MessageStatus.REJECTED.value
         draft.note = f"rejected by {actor}: {why}"
         rejected = {"message_id": draft.id, "text": draft.body, "reason": why}
-        scoped_state.store(session, instance, REJECTED_KEY, rejected, now)
+        answers.store_state(session, instance, REJECTED_KEY, rejected, now)
         data = {"message_id": draft.id, "action": "rejected", "reason": why}
         events.record(session, events.Kind.DRAFT, instance.id, data, now, actor=actor)
         audit.record(session, "reject", instance.id, {"message_id": draft.id}, now, actor=actor)

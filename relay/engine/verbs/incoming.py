@@ -1,6 +1,6 @@
-"""What arrives: an inbound message given by hand (``relay receive``), a channel's
-batch (a poll or a pushed request) stored with its read position, and the stored
-read positions themselves (channels' and notify targets').
+"""What arrives: an inbound message given by hand (``relay receive``), and a
+channel's batch (a poll or a pushed request) stored with its read position (the
+positions themselves are read and moved in :mod:`relay.engine.runtime`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def receive(
             assert message is not None
         view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
     # Committed: a STOP is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, opted_out, rt.now)
+    if opted_out:
+        settling.settle_all(rt.store, opted_out, rt.now)
     return view
 
 
@@ -100,7 +101,8 @@ def ingest(
         )
     # Committed: an opt-out among what arrived (a STOP, an unsubscribe, a
     # complaint) is acknowledged once the sends under way have settled.
-    settling.settle_all(rt.store, report.opted_out, rt.now)
+    if report.opted_out:
+        settling.settle_all(rt.store, report.opted_out, rt.now)
     return report
 
 
@@ -140,19 +142,6 @@ def _ingest(
         return report
 
 
-def move_position(rt: Runtime, key: str, *, read: str | None, position: str) -> bool:
-    """Move a stored read position (a notify target's) from ``read`` to ``position``."""
-    with rt.store.transaction() as session:
-        return arrivals.advance_cursor(session, key, read=read, position=position, now=rt.now())
-
-
-def channel_position(rt: Runtime, channel: str) -> str | None:
-    # A read: on SQLite it must not take the write lock (a daemon's poll
-    # would queue behind its own pulse's writes for a value they never change).
-    with rt.store.read_transaction() as session:
-        return arrivals.channel_cursor(session, channel)
-
-
 def soft_bounces(rt: Runtime) -> SoftBounces:
     """``[bounces]``: when repeated soft bounces mark an address undeliverable."""
     from relay.engine.contacts.bounce_marks import SoftBounces
@@ -184,8 +173,8 @@ def opts_out(rt: Runtime, incoming: Incoming) -> bool:
 def poll(rt: Runtime, channel: str) -> inbound.IngestReport:
     """Ask one channel what arrived after its stored position and store it with its
     new position."""
-    from relay.engine.backends import Channels
+    from relay.engine.runtime import Channels, read_position
 
-    position = channel_position(rt, channel)
+    position = read_position(rt, channel)
     batch = Channels(rt).get(channel).poll(position)
     return ingest(rt, channel, batch, read_from=position)

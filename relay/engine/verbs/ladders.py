@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from relay.core import ladder as ladders
 from relay.core.errors import ConfigError, InvalidInput
-from relay.engine.contacts import book
+from relay.engine.contacts import addresses
 from relay.engine.contacts.addresses import Address, address_for, kind_of
 from relay.engine.verbs import backend_checks
 from relay.store import contact_addresses, queries
@@ -119,7 +119,7 @@ def _addresses(store: Store, spec: NewConversation) -> tuple[list[tuple[str, str
 
 
 def _kind_order(item: tuple[str, str]) -> int:
-    return book.KINDS.index(item[0]) if item[0] in book.KINDS else len(book.KINDS)
+    return addresses.KINDS.index(item[0]) if item[0] in addresses.KINDS else len(addresses.KINDS)
 
 
 #: An import's columns giving the contact's other addresses (besides the contact column).
@@ -161,4 +161,4 @@ def give_addresses(session: Session, person: Contact, spec: NewConversation, now
     """The other addresses a new conversation brings (an import's columns) go onto
     its contact."""
     for kind, address in spec.addresses:
-        book.add_address(session, person, Address(address, kind), now)
+        addresses.add_address(session, person, Address(address, kind), now)

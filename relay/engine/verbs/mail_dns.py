@@ -76,7 +76,7 @@ def check_email(runtime: Runtime, resolver: Resolver | None = None) -> list[Mail
     """Every email channel's SPF, DKIM, DMARC alignment and one-click unsubscribe
     (``relay doctor --email``): ``relay.api.check_email(relay)``; ``resolver``: TXT
     lookups (default: dnspython)."""
-    from relay.engine.backends import channels_of_type
+    from relay.engine.runtime import channels_of_type
 
     config = runtime.config
     names = [n for n in channels_of_type(config, "email") if config.get(f"channels.{n}.from")]

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.errors import ConfigError
 from relay.core.jsonshape import versioned
 from relay.core.states import ENDED, FAILED_STATES, NEEDS_PERSON, values
-from relay.engine.verbs import incoming
+from relay.engine.runtime import move_position, read_position
 from relay.engine.verbs.program import read_events
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def notify_due(relay: Runtime) -> int:
 
 
 def _follow(relay: Runtime, target: Target) -> int:
-    start = incoming.channel_position(relay, target.cursor_key)
+    start = read_position(relay, target.cursor_key)
     events = read_events(relay, since=start, limit=BATCH)
     handed, position = 0, start
     for event in events:
@@ -144,7 +144,7 @@ def _follow(relay: Runtime, target: Target) -> int:
             handed += 1
         position = str(event.id)
     if position is not None and position != start:
-        incoming.move_position(relay, target.cursor_key, read=start, position=position)
+        move_position(relay, target.cursor_key, read=start, position=position)
     return handed
 
 

@@ -73,7 +73,7 @@ def import_opt_outs(
 ) -> OptOutImport:
     """Opt out each address of ``text`` (``address`` normalises one as the caller
     does), in one transaction; what was done, line by line for the invalid ones."""
-    from relay.engine.contacts import book as contacts
+    from relay.engine.contacts import addresses as contacts
     from relay.engine.conversation import audit
     from relay.engine.inbound import ingest as inbound
     from relay.store import queries

@@ -20,7 +20,7 @@ from relay.core.errors import InvalidInput, NoConsent, OptedOut, Undeliverable
 from relay.core.states import INITIAL, Event
 from relay.core.subjects import clean_subject, subject_from_objective
 from relay.core.values import TodoStatus
-from relay.engine.contacts import book as contacts
+from relay.engine.contacts import addresses as contacts
 from relay.engine.contacts.addresses import address_for
 from relay.engine.conversation import audit
 from relay.engine.conversation.audit import OPERATOR

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from relay.core.errors import ConfigError
-from relay.engine.outbox.mail_limits import group_for, parse_domain_rates, parse_warmup
+from relay.engine.outbox.rates import group_for, parse_domain_rates, parse_warmup
 
 START = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
 

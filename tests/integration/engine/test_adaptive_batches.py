@@ -15,8 +15,8 @@ import pytest
 from sqlalchemy import event
 
 from relay.core.turns import Action, TurnContext
-from relay.engine.backends import Channels
 from relay.engine.outbox.dispatcher import DELIVERY_BATCH, Dispatcher
+from relay.engine.runtime import Channels
 from relay.engine.turns.runner import TURN_BATCH, TurnRunner
 from relay.testing import Harness as Engine
 from relay.testing import RecordingChannel, ScriptAgent

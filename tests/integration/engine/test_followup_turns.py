@@ -9,9 +9,9 @@ from datetime import timedelta
 from typing import Any
 
 from relay.core.turns import Action, TurnReason
-from relay.engine.backends import Channels
 from relay.engine.conversation import heartbeat
 from relay.engine.outbox.dispatcher import Dispatcher
+from relay.engine.runtime import Channels
 from relay.engine.turns.runner import TurnRunner
 from relay.runner.pulse import Pulse
 from relay.testing import PHONE, Harness, ScriptAgent

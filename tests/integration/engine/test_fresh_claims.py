@@ -21,8 +21,8 @@ from sqlalchemy import event, select
 
 from relay.channels.base import Outbound
 from relay.core.turns import Action
-from relay.engine.backends import Channels
 from relay.engine.outbox.dispatcher import Dispatcher
+from relay.engine.runtime import Channels
 from relay.engine.turns.runner import TurnRunner
 from relay.store.models import Instance
 from relay.testing import Harness, RecordingChannel, ScriptAgent

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import select
 
 from relay.core.turns import Action
-from relay.engine.backends import Channels
 from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
+from relay.engine.runtime import Channels
 from relay.engine.turns.runner import TurnRunner
 from relay.store import claims
 from relay.store.models import Message

@@ -199,8 +199,8 @@ def test_a_slow_batch_does_not_send_a_message_another_worker_took_over(
     daemon) claims them again, with the hung one (its lease ran out too: sent
     again with its key, as after a crash) and in order; the first worker must then
     leave them to it."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
+    from relay.engine.runtime import Channels
 
     engine = make_engine(**FLAKY)
     iid = engine.start()
@@ -228,10 +228,10 @@ def test_a_slow_batch_holds_back_what_follows_a_message_another_worker_took_over
 ) -> None:
     """When another worker has taken over a message of a batch but not the ones
     after it, those go back to the outbox instead of overtaking it."""
-    from relay.engine.backends import Channels
     from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
     from relay.engine.outbox.doubts import Doubts
     from relay.engine.outbox.outcomes import DeliveryReport
+    from relay.engine.runtime import Channels
     from relay.store import claims
 
     engine = make_engine(**FLAKY)

@@ -18,6 +18,7 @@ from relay.channels.base import ChannelError, Inbound, Incoming
 from relay.core.errors import ConfigError, Refused
 from relay.core.states import Event
 from relay.engine.conversation import transitions
+from relay.engine.runtime import read_position
 from relay.engine.verbs import doctor, incoming
 from relay.runner.daemon import DaemonRunner
 from relay.runner.pulse import Pulse
@@ -149,13 +150,13 @@ def test_a_failed_commit_after_a_poll_reads_the_same_messages_again(
     monkeypatch.setattr(incoming, "ingest", outage)
     report = pulse.run(poll=True)
     assert report.errors and report.polled == 0
-    assert incoming.channel_position(engine.relay, "inbox") is None
+    assert read_position(engine.relay, "inbox") is None
 
     monkeypatch.setattr(incoming, "ingest", real_ingest)
     assert pulse.run(poll=True).polled == 1
     assert pulse.run(poll=True).polled == 0  # the position moved with the message
     assert [t for _, _, t in engine.transcript(iid) if t == "Thursday"] == ["Thursday"]
-    assert incoming.channel_position(engine.relay, "inbox") == "1"
+    assert read_position(engine.relay, "inbox") == "1"
 
 
 def test_long_empty_and_unusable_inbound_is_kept_not_dropped(

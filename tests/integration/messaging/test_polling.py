@@ -13,7 +13,7 @@ from messaging_fakes import (
     FakeTwilio,
 )
 
-from relay.engine.verbs import incoming
+from relay.engine.runtime import read_position
 from relay.runner.pulse import Pulse, PulseReport
 
 NUMBER = "+15550001111"
@@ -46,7 +46,7 @@ def test_telegram_updates_are_read_once_with_the_stored_offset(
     first = bot_api.add_message(4242, "/start")
     bot_api.add_message(4242, "hello")
     assert poll(relay) == 2
-    assert incoming.channel_position(relay, "tg") == str(first + 2)
+    assert read_position(relay, "tg") == str(first + 2)
     assert poll(relay) == 0
     assert bot_api.offsets[-1] == first + 2
     assert [m.text for m in relay.contact("telegram:4242").unrouted] == ["/start", "hello"]

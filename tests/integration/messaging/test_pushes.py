@@ -17,8 +17,7 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core.values import DeliveryStatus, InboundKind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
-from relay.runner.pulse import Pulse
-from relay.runner.push_intake import take_all, take_pushes
+from relay.runner.pulse import Pulse, take_all, take_pushes
 from relay.runner.serve_writer import PushWriter
 from relay.store import claims, failures, pushes
 from relay.store.tables import inbound_rejects, messages

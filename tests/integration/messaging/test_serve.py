@@ -15,7 +15,7 @@ from messaging_fakes import ACCOUNT, TOKEN, sign
 from sqlalchemy import func, select
 
 from relay.channels import telegram, webhook
-from relay.runner.push_intake import take_all
+from relay.runner.pulse import take_all
 from relay.store.models import Message
 
 PUBLIC = "https://relay.example.org"

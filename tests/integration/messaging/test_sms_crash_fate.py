@@ -125,6 +125,53 @@ def test_an_older_sms_with_the_same_text_is_not_taken_for_it(
     assert outbound(relay)[0].status == "sent"
 
 
+def test_a_same_text_sms_of_another_conversation_is_not_taken_for_it(
+    relay: Any, clock: Any, twilio_api: FakeTwilio, dies: Callable[[str], None]
+) -> None:
+    """A contact's conversations open with the same text: the one relay recorded
+    for the first conversation is listed by Twilio too, and is not the second's."""
+    first = relay.start(PHONE, "Confirm the delivery", ["Which day suits you?"])
+    Pulse(relay, "live").run()
+    [earlier] = twilio_api.sent
+    relay.cancel(first.id)
+    clock.advance(timedelta(seconds=5))
+    dies("before")
+    relay.start(PHONE, "Confirm the delivery", ["Which day suits you?"])
+    with pytest.raises(ProcessDied):
+        Pulse(relay, "dead").run()
+    clock.advance(SEND_LEASE + timedelta(seconds=1))
+    [sent, doubted] = outbound(relay)
+    assert (doubted.status, doubted.body) == ("sending", sent.body)
+    assert sent.provider_message_id == earlier.sid
+    Pulse(relay, "new").run()
+    assert len(twilio_api.sent) == 2  # sent, not taken for the first one's SMS
+    [sent, doubted] = outbound(relay)
+    assert doubted.status == "sent"
+    assert doubted.provider_message_id == twilio_api.sent[1].sid != earlier.sid
+
+
+def test_two_messages_in_doubt_with_one_text_take_one_listed_sms_each(
+    relay: Any, clock: Any, twilio_api: FakeTwilio, dies: Callable[[str], None]
+) -> None:
+    """Two messages with one text, both left ``sending`` and Twilio holding one:
+    one is recorded with it, the other goes."""
+    view = relay.start(PHONE, "Confirm the delivery", ["Which day suits you?"])
+    Pulse(relay, "live").run()
+    relay.send(view.id, "Are you there?")
+    relay.send(view.id, "Are you there?")
+    dies("after")
+    with pytest.raises(ProcessDied):
+        Pulse(relay, "dead").run()
+    assert [m.status for m in outbound(relay)] == ["sent", "sending", "sending"]
+    assert len(twilio_api.sent) == 2
+    clock.advance(SEND_LEASE + timedelta(seconds=1))
+    Pulse(relay, "new").run()
+    assert len(twilio_api.sent) == 3
+    messages = outbound(relay)
+    assert [m.status for m in messages] == ["sent", "sent", "sent"]
+    assert len({m.provider_message_id for m in messages}) == 3
+
+
 def test_when_twilio_cannot_tell_the_fate_is_unknown_until_the_operator_retries(
     relay: Any, clock: Any, twilio_api: FakeTwilio, dies: Callable[[str], None]
 ) -> None:
