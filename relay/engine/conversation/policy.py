@@ -89,8 +89,22 @@ class Hold:
 
 
 def hold_for(window: Window | None, address: str, timezone: str | None, config: Config) -> Hold:
-    """What holds proactive messages to a contact at ``address`` with ``timezone``."""
+    """What holds proactive messages to a contact at ``address`` with ``timezone``
+    (asked twice a follow-up, by the heartbeat and the outbox: kept)."""
     compliance = config.settings.compliance
+    default = config.settings.defaults.timezone
+    return _hold(window, address, timezone, compliance.legal_hours, compliance.holidays, default)
+
+
+@lru_cache(maxsize=65_536)
+def _hold(
+    window: Window | None,
+    address: str,
+    timezone: str | None,
+    legal_hours: bool,
+    holidays: bool,
+    default: str | None,
+) -> Hold:
     place = None
     if address.startswith("+"):
         place = place_of(address)
@@ -101,12 +115,11 @@ def hold_for(window: Window | None, address: str, timezone: str | None, config: 
         zones = tuple(zone(z) for z in place.zones)
         source = "the number's area" if len(zones) == 1 else "every zone of the number's area"
     else:
-        zones, source = (zone_of(None, config),), "[defaults] timezone"
-    legal = tuple(place.hours()) if place is not None and compliance.legal_hours else ()
+        zones, source = (zone(default),), "[defaults] timezone"
+    legal = tuple(place.hours()) if place is not None and legal_hours else ()
     country = place.country if place is not None else None
-    holidays = compliance.holidays and country is not None
     code = place.code if place is not None else None
-    return Hold(window, zones, legal, country, holidays, source, code)
+    return Hold(window, zones, legal, country, holidays and country is not None, source, code)
 
 
 def opens(hold: Hold, now: datetime) -> datetime:
