@@ -5,9 +5,11 @@ declared in :mod:`relay.settings`."""
 
 from __future__ import annotations
 
-from dataclasses import field
+import typing
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput
@@ -25,6 +27,7 @@ OPTOUT_SCOPE = "optout_scope"  # contact or channel (relay.core.optout_scope)
 WINDOW = "window"  # a sending window ("mon-fri 09:00-18:00"); empty means None (any time)
 
 Kind = str | int
+T = TypeVar("T")
 
 
 def key(default: Any, kind: Kind, help: str) -> Any:
@@ -34,6 +37,62 @@ def key(default: Any, kind: Kind, help: str) -> Any:
     a whole configuration); the declared default is what :data:`DEFAULTS` holds.
     """
     return field(metadata={"default": default, "kind": kind, "help": help})
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One key as declared: what the defaults, the kinds and the docs read."""
+
+    name: str
+    default: Any
+    kind: Kind
+    help: str
+
+
+def _sections(root: type) -> Iterator[tuple[str, type | None]]:
+    """Each field of ``root`` (:class:`relay.settings.Settings`): its name and, for a
+    section, its class."""
+    hints = typing.get_type_hints(root)
+    for item in fields(root):
+        kind = hints[item.name]
+        yield item.name, kind if is_dataclass(kind) and isinstance(kind, type) else None
+
+
+def declared_keys(root: type) -> tuple[Declared, ...]:
+    """Every key declared under ``root``, in its order: ``section.field``, or a field
+    of ``root`` itself (``notify``)."""
+    found = []
+    for name, section in _sections(root):
+        owner, prefix = (section, f"{name}.") if section is not None else (root, "")
+        for item in fields(owner):
+            if section is None and item.name != name:
+                continue
+            meta = item.metadata
+            found.append(Declared(prefix + item.name, meta["default"], meta["kind"], meta["help"]))
+    return tuple(found)
+
+
+def build(
+    root: type[T],
+    keys: tuple[Declared, ...],
+    values: Mapping[str, Any],
+    sources: Mapping[str, str],
+) -> T:
+    """``root`` built from flat ``values``, each read as its key's kind (unset: its
+    default); ``sources`` says where each was set."""
+    declared = {k.name: k for k in keys}
+
+    def typed(name: str) -> Any:
+        value = values.get(name, declared[name].default)
+        return read_value(declared[name].kind, name, value, sources.get(name, "default"))
+
+    parts: dict[str, Any] = {}
+    for name, section in _sections(root):
+        if section is None:
+            parts[name] = typed(name)
+        else:
+            parts[name] = section(**{f.name: typed(f"{name}.{f.name}") for f in fields(section)})
+    return root(**parts)
 
 
 def read_value(kind: Kind | None, key: str, value: Any, where: str) -> Any:

@@ -16,9 +16,8 @@ carries its own fallback. Backend sections (``[channels.NAME]``,
 
 from __future__ import annotations
 
-import typing
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -33,7 +32,10 @@ from relay.setting_kinds import (
     TABLES,
     TEXT,
     WINDOW,
+    Declared,
     Kind,
+    build,
+    declared_keys,
     key,
     read_value,
 )
@@ -166,6 +168,31 @@ class OptOutSettings:
         "START,UNSTOP,YES", TEXT,
         "words that opt a contact back in (the carriers' opt-in keywords); they count only from "
         "a contact who has opted out",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class IntentSettings:
+    """``[intent]``: the optional classifier that labels each reply, through the server
+    of ``[agent.openai]`` (see docs/channels.md#intent-labels-optional)."""
+
+    enabled: bool = key(
+        False, BOOL,
+        "label each reply (opt_out, out_of_office, wrong_person, not_now, interested, "
+        "referral, other) through the OpenAI-compatible server of `[agent.openai]` "
+        "(`base_url`, `api_key_env`); off, no reply is sent anywhere (see "
+        "[intent labels](channels.md#intent-labels-optional))",
+    )  # fmt: skip
+    model: str | None = key("", OPTIONAL, "the model that labels; empty: `[agent.openai] model`")
+    timeout: timedelta = key(
+        "10s", SECONDS,
+        "how long one label may take; after a timeout or an error the rules decide alone "
+        "and the classifier rests for a minute",
+    )  # fmt: skip
+    opt_out: bool = key(
+        True, BOOL,
+        "a reply labelled `opt_out` opts the contact out even when no rule read one; "
+        "`false`: the label is only stored",
     )  # fmt: skip
 
 
@@ -327,6 +354,7 @@ class Settings:
     turns: TurnSettings
     outbox: OutboxSettings
     optout: OptOutSettings
+    intent: IntentSettings
     bounces: BounceSettings
     daemon: DaemonSettings
     retention: RetentionSettings
@@ -343,36 +371,8 @@ class Settings:
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Declared:
-    """One key as declared: what :data:`DEFAULTS`, :data:`KINDS` and the docs read."""
-
-    name: str
-    default: Any
-    kind: Kind
-    help: str
-
-
-def _sections() -> Iterator[tuple[str, type | None]]:
-    """Each field of :class:`Settings`: its name and, for a section, its class."""
-    hints = typing.get_type_hints(Settings)
-    for item in fields(Settings):
-        kind = hints[item.name]
-        yield item.name, kind if is_dataclass(kind) and isinstance(kind, type) else None
-
-
-def _declared() -> Iterator[Declared]:
-    for name, section in _sections():
-        owner, prefix = (section, f"{name}.") if section is not None else (Settings, "")
-        for item in fields(owner):
-            if section is None and item.name != name:
-                continue
-            meta = item.metadata
-            yield Declared(prefix + item.name, meta["default"], meta["kind"], meta["help"])
-
-
 #: Every key relay knows, in the order of :class:`Settings`.
-KEYS: tuple[Declared, ...] = tuple(_declared())
+KEYS: tuple[Declared, ...] = declared_keys(Settings)
 #: The built-in defaults of every key (the first layer of the configuration).
 DEFAULTS: dict[str, Any] = {k.name: k.default for k in KEYS}
 #: How each key is read: a kind above, or a whole number at least this large.
@@ -386,15 +386,4 @@ def convert(key: str, value: Any, where: str) -> Any:
 
 def build_settings(values: Mapping[str, Any], sources: Mapping[str, str]) -> Settings:
     """The typed settings of flat ``values``; ``sources`` says where each was set."""
-
-    def typed(name: str) -> Any:
-        value = values.get(name, DEFAULTS[name])
-        return convert(name, value, sources.get(name, "default"))
-
-    parts: dict[str, Any] = {}
-    for name, section in _sections():
-        if section is None:
-            parts[name] = typed(name)
-        else:
-            parts[name] = section(**{f.name: typed(f"{name}.{f.name}") for f in fields(section)})
-    return Settings(**parts)
+    return build(Settings, KEYS, values, sources)

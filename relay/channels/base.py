@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from relay.core.durations import parse_duration
 from relay.core.errors import ConfigError, InvalidInput, RelayError
+from relay.core.intents import Intent
 from relay.core.registry import Registry, load_path
 from relay.core.values import DeliveryStatus, InboundKind
 
@@ -128,6 +129,9 @@ class Inbound:
     #: made the token, it binds the sender to the contact the token names, and
     #: the message is not stored as a reply.
     bind_token: str | None = None
+    #: What ``[intent]``'s classifier read in it: set by relay before it stores the
+    #: message (:mod:`relay.engine.verbs.intents`); a channel leaves it None.
+    intent: Intent | None = None
 
 
 @dataclass(frozen=True)

@@ -82,11 +82,11 @@ STATUS_MAP = {
 
 
 class TwilioChannel:
-    """``sms`` and ``whatsapp`` channel types (one class: WhatsApp is SMS with a
-    ``whatsapp:`` prefix, a 24-hour session window and templates)."""
+    """``sms`` and ``whatsapp``: WhatsApp is SMS with a prefix, a 24-hour window, templates."""
 
-    #: Outbound.thread is not read here (the outbox then does not look it up).
-    threads = False
+    #: Outbound.thread and the unsubscribe link are not read here (the outbox then
+    #: looks up neither; a text's opt-out is a STOP reply).
+    threads = unsubscribe_links = False
 
     def __init__(self, name: str, kind: str, settings: Mapping[str, Any]) -> None:
         self.name = name

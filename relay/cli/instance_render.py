@@ -148,9 +148,13 @@ def render_list(views: list[InstanceView]) -> None:
 
 
 def print_messages(messages: list[MessageView]) -> None:
+    """The transcript; an ``intent`` column when the classifier labelled a reply."""
+    labelled = any(m.intent for m in messages)
+    columns: list[str | render.Col] = ["#", "time", "from", "channel", "status"]
+    columns.append(render.Col("text", "wrap"))
     render.table(
         "transcript",
-        ["#", "time", "from", "channel", "status", render.Col("text", "wrap")],
+        [*columns, *(["intent"] if labelled else [])],
         (
             [
                 m.id,
@@ -159,11 +163,19 @@ def print_messages(messages: list[MessageView]) -> None:
                 m.channel or "-",
                 m.status,
                 m.text,
+                *([_intent(m)] if labelled else []),
             ]
             for m in messages
         ),
         empty="No messages yet.",
     )
+
+
+def _intent(message: MessageView) -> str:
+    if not message.intent:
+        return ""
+    day = message.intent_date
+    return f"{message.intent} ({day.isoformat()})" if day else message.intent
 
 
 def print_report(view: InstanceView, json_out: bool) -> None:

@@ -35,7 +35,8 @@ def stats(
     json_out: JsonOption = False,
 ) -> None:
     """The funnel: started, first message delivered, replied, and how they ended;
-    reply rate, median time to first reply, follow-ups per reply, failed deliveries."""
+    reply rate, median time to first reply, follow-ups per reply, failed deliveries,
+    and replies by intent when the classifier labels them (`[intent]`)."""
     view = state.relay().stats(campaign=campaign, since=since)
     if json_out:
         render.emit_json(view.to_json())
@@ -94,6 +95,13 @@ def _print(view: StatsView) -> None:
             "failed deliveries by reason",
             [render.Col("reason", "text"), render.Col("count", justify="right")],
             view.failed_deliveries,
+        )
+    labelled = sum(view.intents.values())
+    if labelled:  # the [intent] classifier labelled replies
+        render.table(
+            "replies by intent",
+            ["intent", render.Col("count", justify="right"), render.Col("share", justify="right")],
+            [[label, n, _share(n, labelled)] for label, n in view.intents.items() if n],
         )
 
 

@@ -158,3 +158,18 @@ def failed_deliveries(
         query = query.where(Message.instance_id.is_not(None))
     query = query.group_by(reason).order_by(count.desc(), reason).limit(limit)
     return [(str(r), int(c)) for r, c in session.execute(query).all()]
+
+
+def replies_by_intent(
+    session: Session, *, campaign: str | None, since: datetime | None
+) -> dict[str, int]:
+    """Replies counted by the ``[intent]`` classifier's label: only the labelled rows
+    are read (the partial index ``ix_messages_intent``), each joined to its
+    conversation when a campaign or a start is chosen."""
+    count = func.count().label("count")
+    query = select(Message.intent, count).where(Message.intent.is_not(None))
+    if campaign or since is not None:
+        query = query.join(Instance, Instance.id == Message.instance_id)
+        query = query.where(*_chosen(campaign, since))
+    query = query.group_by(Message.intent)
+    return {str(label): int(n) for label, n in session.execute(query).all()}

@@ -119,7 +119,7 @@ class InstanceRow(PlainRow):
 
 class MessageRow(PlainRow):
     table = tables.messages
-    columns = _loaded(table, "raw", "refs", "note")
+    columns = _loaded(table, "raw", "refs", "note", "intent", "intent_date")
 
     id: int
     instance_id: str | None

@@ -10,7 +10,7 @@ with Core and never load this module.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, cast
 
 from sqlalchemy import Table
@@ -132,6 +132,8 @@ class Message(Base):
     proactive: Mapped[int]
     last_error: Mapped[str | None]
     bounce_reason: Mapped[str | None]
+    intent: Mapped[str | None]
+    intent_date: Mapped[date | None]
     created_at: Mapped[datetime]
     sent_at: Mapped[datetime | None]
     processed_at: Mapped[datetime | None]

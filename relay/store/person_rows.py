@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, delete, func, or_, select, text
@@ -51,8 +51,8 @@ class PersonRows:
 
 
 def plain(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A row as JSON: times in ISO 8601, everything else as stored."""
-    return {str(k): v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+    """A row as JSON: times and dates in ISO 8601, everything else as stored."""
+    return {str(k): v.isoformat() if isinstance(v, date) else v for k, v in row.items()}
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,7 @@ Core rather than declarative classes so that a read command (``list``, ``status`
 15 ms of a cold command, and their mapper configuration on first use);
 :mod:`relay.store.models` maps its classes onto these tables for the write side.
 
-Every schema change here needs an Alembic revision under ``migrations/``; a
-test compares the schema the migrations build with this metadata.
+Every change needs an Alembic revision (``migrations/``); a test compares the two.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Column,
+    Date,
     Float,
     ForeignKey,
     Index,
@@ -24,6 +24,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from relay.store.types import UTCDateTime
@@ -36,6 +37,7 @@ NAMING = {
 }
 
 metadata = MetaData(naming_convention=NAMING)
+LABELLED = text("intent IS NOT NULL")  # `relay stats`: replies by label, the labelled rows
 
 # Referenced by name when a unique violation becomes a domain error.
 CONTACT_SLOT_INDEX = "uq_instances_contact_slot"
@@ -233,6 +235,8 @@ messages = Table(
     Column("last_error", Text),
     # Outbound: why it bounced (relay.core.bounce_reasons), when it did.
     Column("bounce_reason", String(32)),
+    Column("intent", String(16)),  # inbound: [intent]'s label (relay.core.intents), its date
+    Column("intent_date", Date),
     Column("created_at", TIME, nullable=False),
     Column("sent_at", TIME),
     Column("processed_at", TIME),
@@ -241,6 +245,7 @@ messages = Table(
     Index("ix_messages_channel_provider_message_id", "channel", "provider_message_id"),
     # `relay status`: outbound by status, unread inbound (issue 12).
     Index("ix_messages_direction_status", "direction", "status"),
+    Index("ix_messages_intent", "intent", sqlite_where=LABELLED, postgresql_where=LABELLED),
 )
 
 #: The append-only record of what happened, one row per thing (issue 31): what

@@ -23,6 +23,7 @@ from relay.channels.base import Inbound, Incoming, Receipt
 from relay.core import optout_scope
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
+from relay.core.intents import Intent, Label
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
@@ -35,9 +36,9 @@ from relay.engine.contacts.bounce_marks import (
 )
 from relay.engine.contacts.optouts import opt_out, opted_out_in
 from relay.engine.conversation import events, fallback, transitions
-from relay.engine.inbound import receipt_order
+from relay.engine.inbound import quarantine, receipt_order
 from relay.store import arrivals, claims, funnel, queries
-from relay.store.models import Contact, InboundReject, Instance, Message
+from relay.store.models import Contact, Instance, Message
 
 log = logging.getLogger("relay.inbound")
 
@@ -52,10 +53,12 @@ class Keywords:
     #: ``[compliance] optout_scope``: ``channel``: a STOP stops the kind of address
     #: it came from only (:mod:`relay.core.optout_scope`).
     scope: str = optout_scope.CONTACT
+    #: ``[intent] opt_out``: a reply the classifier labels ``opt_out`` opts out too.
+    intent_opts_out: bool = True
 
     @classmethod
-    def from_config(cls, out: Words, into: Words, scope: str) -> Keywords:
-        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope)
+    def from_config(cls, out: Words, into: Words, scope: str, intent: bool = True) -> Keywords:
+        return cls(_words(out) or OPT_OUT_WORDS, _words(into) or OPT_IN_WORDS, scope, intent)
 
     def kind(self, arrival: Arrival) -> str | None:
         """The kind an opt-out said in ``arrival`` stops (None: the whole contact)."""
@@ -75,9 +78,6 @@ def _words(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(w.strip().upper() for w in items if str(w).strip())
 
 
-#: Inbound text longer than this is cut (and the cut noted on the row): an email
-#: with its whole quoted history can be long, but never needs to be unbounded.
-MAX_INBOUND = 100_000
 LATE = "arrived after the conversation ended"
 
 
@@ -110,6 +110,7 @@ class Arrival:
     kind: InboundKind = InboundKind.MESSAGE
     raw: str | None = None
     resume_at: datetime | None = None
+    intent: Intent | None = None
 
 
 def ingest(
@@ -128,8 +129,6 @@ def ingest(
     ``careful``: each item in a savepoint, one that cannot be stored kept aside
     as rejected (:mod:`relay.engine.inbound.quarantine`), so it never holds back the rest.
     """
-    from relay.engine.inbound import quarantine
-
     report = IngestReport()
     for item in map(quarantine.clean, incoming.messages):
         take = partial(_take, session, channel, item, now, resolve, keywords, report)
@@ -168,7 +167,7 @@ def _take(
     try:
         address = resolve(item.sender)
     except InvalidInput as exc:
-        _reject(session, channel, item, exc.message, now)
+        quarantine.reject_sender(session, channel, item, exc.message, now)
         report.rejected += 1
         return
     arrival = Arrival(
@@ -180,6 +179,7 @@ def _take(
         InboundKind(item.kind),
         item.raw,
         item.resume_at,
+        item.intent,
     )
     message = store_arrival(session, arrival, now, keywords=keywords)
     if message is None:
@@ -202,7 +202,7 @@ def store_arrival(
             return None
     person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
-    body, note = _bounded(arrival.text)
+    body, note = quarantine.bounded(arrival.text)
     instance, late = _route(session, person, arrival.references)
     message = Message(
         instance_id=instance.id if instance else None,
@@ -217,6 +217,8 @@ def store_arrival(
         refs="\n".join(arrival.references) or None,
         raw=arrival.raw,
         note="; ".join(n for n in (note, LATE if late else None) if n) or None,
+        intent=arrival.intent.label.value if arrival.intent else None,
+        intent_date=arrival.intent.day if arrival.intent else None,
         attempts=0,
         created_at=now,
     )
@@ -265,9 +267,10 @@ def _apply_meaning(
         opt_out(session, person, now, reason="complaint")
         return
     kind = keywords.kind(arrival)
-    if opts_out(arrival.kind, message.body, keywords):
+    rules = opts_out(arrival.kind, message.body, keywords)
+    if rules or _intent_opt_out(arrival, keywords):
         _processed(message, now)
-        why = f"{arrival.kind.value} on {arrival.channel}"
+        why = f"{arrival.kind.value if rules else 'intent opt_out'} on {arrival.channel}"
         opt_out(session, person, now, reason=why, kind=kind)
         return
     if arrival.kind is InboundKind.AUTO_REPLY:
@@ -284,6 +287,13 @@ def _apply_meaning(
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")
+
+
+def _intent_opt_out(arrival: Arrival, keywords: Keywords) -> bool:
+    """Whether the classifier's label opts out where no rule did (``[intent] opt_out``);
+    never over the rules' opt-in word."""
+    said = arrival.intent is not None and arrival.intent.label is Label.OPT_OUT
+    return said and keywords.intent_opts_out and not is_opt_in(arrival.text, keywords.opt_in)
 
 
 def _route(
@@ -367,32 +377,6 @@ def apply_receipt(
             if not fallback.after_failure(session, instance, message, reason, now, channel):
                 transitions.hand_to_human(session, instance, reason, now=now, actor=channel)
     return True
-
-
-def _reject(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:
-    """A sender that is no address cannot become a contact: kept aside, logged, counted."""
-    body, _ = _bounded(item.text)
-    session.add(
-        InboundReject(
-            channel=channel,
-            sender=item.sender[:1000],
-            body=body,
-            provider_message_id=item.provider_message_id,
-            error=error,
-            created_at=now,
-        )
-    )
-    log.warning("inbound on %s from an unusable sender kept aside: %s", channel, error)
-
-
-def _bounded(text: str) -> tuple[str, str | None]:
-    """The text a row can hold (PostgreSQL text cannot hold NUL) and what was done to it."""
-    body = (text or "").replace("\x00", "")
-    if len(body) > MAX_INBOUND:
-        return body[:MAX_INBOUND], f"truncated from {len(body)} characters"
-    if not body.strip():
-        return body, "empty message"
-    return body, None
 
 
 def _processed(message: Message, now: datetime) -> None:

@@ -28,6 +28,9 @@ from relay.store.models import InboundReject
 
 log = logging.getLogger("relay.inbound")
 
+#: Inbound text longer than this is cut (and the cut noted on the row): an email
+#: with its whole quoted history can be long, but never needs to be unbounded.
+MAX_INBOUND = 100_000
 #: ``messages.provider_message_id`` is a VARCHAR(255).
 MAX_PROVIDER_ID = 255
 MAX_SENDER = 1000
@@ -123,6 +126,32 @@ def isolated(
             raise
         record(session, channel, rejected(exc), now)
         return None, False
+
+
+def reject_sender(session: Session, channel: str, item: Inbound, error: str, now: datetime) -> None:
+    """A sender that is no address cannot become a contact: kept aside, logged, counted."""
+    body, _ = bounded(item.text)
+    session.add(
+        InboundReject(
+            channel=channel,
+            sender=item.sender[:1000],
+            body=body,
+            provider_message_id=item.provider_message_id,
+            error=error,
+            created_at=now,
+        )
+    )
+    log.warning("inbound on %s from an unusable sender kept aside: %s", channel, error)
+
+
+def bounded(text: str) -> tuple[str, str | None]:
+    """The text a row can hold (PostgreSQL text cannot hold NUL) and what was done to it."""
+    body = (text or "").replace("\x00", "")
+    if len(body) > MAX_INBOUND:
+        return body[:MAX_INBOUND], f"truncated from {len(body)} characters"
+    if not body.strip():
+        return body, "empty message"
+    return body, None
 
 
 def _short(exc: BaseException) -> str:

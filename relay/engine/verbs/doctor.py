@@ -134,6 +134,8 @@ def _backend_findings(relay: Runtime) -> list[Finding]:
     ]
     agent = config.settings.agent.backend
     findings += [Finding(f"agent {agent}", p) for p in agent_problems_of(config, agent)]
+    if config.settings.intent.enabled and agent != "openai":  # [intent] asks its server
+        findings += [Finding("intent", p) for p in agent_problems_of(config, "openai")]
     return findings
 
 

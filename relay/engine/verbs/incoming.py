@@ -42,7 +42,7 @@ def receive(
     A message a channel delivers twice (same ``provider_message_id`` on the
     same channel) is recorded once; the second call returns the first row.
     The text is taken as a channel takes it: longer than
-    :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
+    :data:`~relay.engine.inbound.quarantine.MAX_INBOUND` it is cut, with a note on the row.
     """
     from relay.engine.contacts import settling
     from relay.engine.contacts.optouts import opted_out_in
@@ -52,9 +52,14 @@ def receive(
     body = (text or "").replace("\x00", "").strip()
     if not body:
         raise InvalidInput("message must not be empty")
-    arrival = inbound.Arrival(address, body, channel, provider_message_id)
+    words, intent = keywords(rt), None
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        intent = intents.label_of(rt, body, words)
+    arrival = inbound.Arrival(address, body, channel, provider_message_id, intent=intent)
     with rt.store.transaction() as session:
-        message = inbound.store_arrival(session, arrival, rt.now(), keywords=keywords(rt))
+        message = inbound.store_arrival(session, arrival, rt.now(), keywords=words)
         if message is None:
             assert provider_message_id is not None
             message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
@@ -86,6 +91,10 @@ def ingest(
     from relay.engine.contacts import settling
     from relay.store import failures
 
+    if rt.config.settings.intent.enabled:  # asked before the transaction opens
+        from relay.engine.verbs import intents
+
+        incoming = intents.labelled(rt, channel, incoming, keywords(rt))
     try:
         report = failures.retry_conflicts(
             lambda: _ingest(rt, channel, incoming, read_from, taking, careful=False)
@@ -153,9 +162,10 @@ def soft_bounces(rt: Runtime) -> SoftBounces:
 def keywords(rt: Runtime) -> inbound.Keywords:
     from relay.engine.inbound import ingest as inbound
 
-    optout = rt.config.settings.optout
-    scope = rt.config.settings.compliance.optout_scope
-    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope)
+    settings = rt.config.settings
+    optout, acts = settings.optout, settings.intent.opt_out
+    scope = settings.compliance.optout_scope
+    return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope, acts)
 
 
 def opts_out(rt: Runtime, incoming: Incoming) -> bool:

@@ -111,7 +111,15 @@ def stats(
             failed_deliveries=tuple(
                 funnel.failed_deliveries(session, campaign=campaign, since=start)
             ),
+            intents=_intents(funnel.replies_by_intent(session, campaign=campaign, since=start)),
         )
+
+
+def _intents(counts: dict[str, int]) -> dict[str, int]:
+    """Every label, in its order, with its count of replies (0 for none)."""
+    from relay.core.intents import LABELS
+
+    return {label: counts.get(label, 0) for label in LABELS}
 
 
 def watch(

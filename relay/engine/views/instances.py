@@ -4,7 +4,7 @@ public); each is built from a mapped object or a Core row of the same table."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
@@ -228,6 +228,9 @@ class MessageView:
     note: str | None = None
     delivery_status: str | None = None
     raw: str | None = None  # inbound: the message as received (a whole email), for audit
+    #: Inbound: the ``[intent]`` classifier's label and the date it read (docs/channels.md).
+    intent: str | None = None
+    intent_date: date | None = None
 
     @classmethod
     def build(cls, message: Message | Row[Any], contact: str) -> MessageView:
@@ -248,6 +251,8 @@ class MessageView:
             note=message.note,
             delivery_status=message.delivery_status,
             raw=message.raw,
+            intent=message.intent,
+            intent_date=message.intent_date,
         )
 
     def to_json(self, raw: bool = False) -> dict[str, Any]:
@@ -267,6 +272,8 @@ class MessageView:
             "kind": self.kind,
             "note": self.note,
             "delivery_status": self.delivery_status,
+            "intent": self.intent,
+            "intent_date": self.intent_date.isoformat() if self.intent_date else None,
             **({"raw": self.raw} if raw else {}),
         }
 

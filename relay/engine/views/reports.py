@@ -4,7 +4,7 @@ results, the contact list, the inbox, the funnel and the live view."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -176,6 +176,8 @@ class StatsView:
     median_first_reply_seconds: float | None
     followups: int
     failed_deliveries: tuple[tuple[str, int], ...]
+    #: Replies by the ``[intent]`` classifier's label, every label (0 when off).
+    intents: dict[str, int] = field(default_factory=dict)
 
     @property
     def reply_rate(self) -> float | None:
@@ -201,6 +203,7 @@ class StatsView:
             "failed_deliveries": [
                 {"reason": reason, "count": count} for reason, count in self.failed_deliveries
             ],
+            "intents": self.intents,
         }
 
 
