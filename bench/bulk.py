@@ -145,8 +145,9 @@ def clone(
             "idempotency_key": f"{iid} || '-' || t.id",
             "provider_message_id": "NULL",
         }, f"t.instance_id = '{tid}'", count, omit=("id",))
-        _clone(conn, "transitions", {"instance_id": iid}, f"t.instance_id = '{tid}'", count,
-               omit=("id",))
+        # The template's state changes (its rows of the record with a to_state).
+        _clone(conn, "events", {"instance_id": iid},
+               f"t.instance_id = '{tid}' AND t.to_state IS NOT NULL", count, omit=("id",))
         if dialect == "postgresql":  # explicit ids: move the sequences past them
             for table, column in (("contacts", "id"), ("instances", "seq")):
                 conn.execute(text(
@@ -170,5 +171,5 @@ def counts(relay: Relay) -> dict[str, Any]:
     with relay.store.engine.connect() as conn:
         return {
             t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar()
-            for t in ("instances", "messages", "transitions")
+            for t in ("instances", "messages", "events")
         }

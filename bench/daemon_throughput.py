@@ -16,13 +16,20 @@ cores and, on PostgreSQL, the server's CPU per follow-up are taken over the
 same span. Lateness is each follow-up's ``sent_at`` minus the first heartbeat
 firing (all fall due at once: the p99 of a burst).
 
-On SQLite the reference is raw ``sqlite3`` doing the writes a follow-up needs at
-minimum (an UPDATE of the instance and two INSERTs, a message and a transition;
-transactions of 100) on the same file, same pragmas, just after the daemons.
-A second reference does every row write relay does for a follow-up (10
-statements in relay's 3 transactions, see ``reference_sqlite_full``): the
+Issue 31's fixed reference, printed in every run: raw ``sqlite3`` doing one
+UPDATE and two INSERTs per follow-up into three small unindexed tables of a file
+of its own (100 per transaction, WAL, ``synchronous=NORMAL``,
+``reference_small``); the daemon's CPU per follow-up over its CPU per follow-up
+is the figure issue 31 sets (<= 50x).
+
+On SQLite two more references: raw ``sqlite3`` doing the writes a follow-up needs
+at minimum (an UPDATE of the instance and two INSERTs, a message and a state
+change; transactions of 100) into relay's own tables on the same file, same
+pragmas, just after the daemons; and every row write relay does for a follow-up
+(8 statements in relay's 3 transactions, see ``reference_sqlite_full``): the
 database's share of relay's cost, with nothing decided in Python.
 
+    python bench/daemon_throughput.py --due 5000 --no-reference   # issue 31: over the reference
     python bench/daemon_throughput.py --due 10000
     python bench/daemon_throughput.py --daemons 4 \
         --database postgresql://postgres@127.0.0.1:5432/postgres
@@ -90,6 +97,10 @@ def main() -> int:
         ("daemon peak RSS (MB)", f"{figures['peak_rss_mb']:.0f}"),
         ("daemon CPU ms per follow-up", f"{figures['cpu_ms_per_followup']:.3f}"),
     ]
+    table.append(("fixed raw reference CPU ms per follow-up (issue 31)",
+                  f"{figures['small_reference_cpu_ms_per_followup']:.4f}"))
+    table.append(("daemon CPU over the fixed reference",
+                  f"{figures['cpu_ratio_to_small_reference']:.1f}x"))
     if "server_cpu_ms_per_followup" in figures:
         table.append(("server CPU ms per follow-up",
                       f"{figures['server_cpu_ms_per_followup']:.3f}"))
@@ -177,6 +188,11 @@ def run(bench: Any, args: argparse.Namespace) -> dict[str, Any]:
     figures.update(database=relay.store.dialect, stored=args.stored, daemons=args.daemons,
                    exit_codes=codes, peak_rss_mb=round(max(peaks), 1))
     figures.update(measured)
+    # Issue 31's fixed reference: cheap (0.1 s), so always; the median of five runs
+    # of at least 20,000 (fewer swing by half on a busy machine).
+    small = sorted(reference_small(bench.folder, max(args.due, 20_000)) for _ in range(5))[2]
+    figures["small_reference_cpu_ms_per_followup"] = small
+    figures["cpu_ratio_to_small_reference"] = round(figures["cpu_ms_per_followup"] / small, 1)
     if relay.store.dialect == "sqlite" and not args.no_reference:
         figures.update(_references(bench.url, args.due))
     return figures
@@ -261,7 +277,7 @@ def _figures(reader: ReadOnly, first_id: int, due_at: datetime,
     sent = [_parse(v) for (v,) in reader.rows(
         "SELECT sent_at FROM messages WHERE id > ? AND status = 'sent'", first_id)]
     first_firing = reader.scalar(
-        "SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires'")
+        "SELECT min(created_at) FROM events WHERE event = 'heartbeat_fires'")
     if not sent or first_firing is None:
         raise SystemExit("nothing was sent before the daemons stopped (--max-seconds?)")
     fired = _parse(first_firing)
@@ -314,9 +330,9 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
                 "'console', 'message', ?, 1, 1, ?, ?)",
                 (iid, contacts[iid], f"ref-{iid}-{os.getpid()}", stamp, stamp))
             conn.execute(
-                "INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
-                "created_at) VALUES (?, 'HEARTBEAT_SCHEDULED', 'WAITING_FOR_REPLY', "
-                "'followup_sent', 'agent', ?)", (iid, stamp))
+                "INSERT INTO events (kind, instance_id, from_state, to_state, event, actor, "
+                "created_at) VALUES ('state.changed', ?, 'HEARTBEAT_SCHEDULED', "
+                "'WAITING_FOR_REPLY', 'followup_sent', 'agent', ?)", (iid, stamp))
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
@@ -324,19 +340,60 @@ def reference_sqlite(url: str, count: int) -> tuple[float, float]:
     return round(len(ids) / elapsed, 1), round(cpu / len(ids) * 1000, 4)
 
 
+def reference_small(folder: Any, count: int) -> float:
+    """Issue 31's fixed reference: raw sqlite3, per follow-up one UPDATE and two
+    INSERTs into three small unindexed tables (rowid keys only) of a file of its
+    own, 100 per transaction, WAL, ``synchronous=NORMAL``; its CPU milliseconds per
+    follow-up. The same in every tree, so relay's CPU over it compares runs."""
+    path = folder / "reference.db"
+    path.unlink(missing_ok=True)
+    for extra in ("-wal", "-shm"):
+        (folder / f"reference.db{extra}").unlink(missing_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE conversation (id INTEGER PRIMARY KEY, state TEXT, "
+                 "follow_ups INTEGER, due_at TEXT, updated_at TEXT)")
+    conn.execute("CREATE TABLE message (id INTEGER PRIMARY KEY, conversation INTEGER, "
+                 "body TEXT, status TEXT, created_at TEXT)")
+    conn.execute("CREATE TABLE change (id INTEGER PRIMARY KEY, conversation INTEGER, "
+                 "from_state TEXT, to_state TEXT, created_at TEXT)")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO conversation VALUES (?, 'WAITING_FOR_REPLY', 0, NULL, NULL)",
+                     [(i,) for i in range(count)])
+    conn.execute("COMMIT")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    cpu_started = time.process_time()
+    for offset in range(0, count, 100):
+        conn.execute("BEGIN IMMEDIATE")
+        for cid in range(offset, min(offset + 100, count)):
+            conn.execute("UPDATE conversation SET follow_ups = follow_ups + 1, due_at = ?, "
+                         "updated_at = ? WHERE id = ?", (stamp, stamp, cid))
+            conn.execute("INSERT INTO message (conversation, body, status, created_at) "
+                         "VALUES (?, 'Just following up', 'sent', ?)", (cid, stamp))
+            conn.execute("INSERT INTO change (conversation, from_state, to_state, created_at) "
+                         "VALUES (?, 'FOLLOWING_UP', 'WAITING_FOR_REPLY', ?)", (cid, stamp))
+        conn.execute("COMMIT")
+    cpu = time.process_time() - cpu_started
+    conn.close()
+    return round(cpu / count * 1000, 5)
+
+
 def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
     """Raw sqlite3 doing every row write relay does for a follow-up, in relay's
-    transactions, batches of 100: the firing (instance UPDATE, transition and
-    event INSERTs), the turn commit (instance UPDATE, the message INSERTed leased
-    to its sender, transition and two event INSERTs) and the record of the send
-    (message UPDATE, event INSERT): 10 statements over 3 transactions. What a
-    follow-up costs the database alone, with no decision taken in Python."""
+    transactions, batches of 100: the firing (instance UPDATE, the state change's
+    INSERT into the record), the turn commit (instance UPDATE, the message
+    INSERTed leased to its sender, the state change's and the queued message's
+    rows) and the record of the send (message UPDATE, its row): 8 statements over
+    3 transactions. What a follow-up costs the database alone, with no decision
+    taken in Python."""
     conn, ids, contacts, stamp = _reference_store(url, count)
     data = '{"from": "WAITING_FOR_REPLY", "to": "FOLLOWING_UP", "event": "heartbeat_fires"}'
     event = ("INSERT INTO events (kind, instance_id, actor, data, created_at) "
              "VALUES (?, ?, 'relay', ?, ?)")
-    transition = ("INSERT INTO transitions (instance_id, from_state, to_state, event, actor, "
-                  "created_at) VALUES (?, 'WAITING_FOR_REPLY', 'FOLLOWING_UP', 'x', 'relay', ?)")
+    change = ("INSERT INTO events (kind, instance_id, from_state, to_state, event, actor, "
+              "created_at) VALUES ('state.changed', ?, 'WAITING_FOR_REPLY', 'FOLLOWING_UP', "
+              "'x', 'relay', ?)")
     started = time.perf_counter()
     cpu_started = time.process_time()
     for offset in range(0, len(ids), 100):
@@ -346,8 +403,7 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
             conn.execute("UPDATE instances SET state = 'FOLLOWING_UP', version = version + 1, "
                          "updated_at = ?, next_heartbeat_at = NULL, lease_owner = 'ref', "
                          "lease_expires_at = ? WHERE id = ?", (stamp, stamp, iid))
-            conn.execute(transition, (iid, stamp))
-            conn.execute(event, ("state", iid, data, stamp))
+            conn.execute(change, (iid, stamp))
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")  # the turn commit
         message_ids = []
@@ -363,8 +419,7 @@ def reference_sqlite_full(url: str, count: int) -> tuple[float, float]:
                 "'Just following up', 'sending', 'console', 'message', ?, 1, 1, ?, ?, 'ref')",
                 (iid, contacts[iid], f"full-{iid}-{os.getpid()}", stamp, stamp))
             message_ids.append(cursor.lastrowid)
-            conn.execute(transition, (iid, stamp))
-            conn.execute(event, ("state", iid, data, stamp))
+            conn.execute(change, (iid, stamp))
             conn.execute(event, ("outbound", iid, data, stamp))
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")  # the record of the sends

@@ -27,7 +27,7 @@ import bulk
 from benchlib import Bench, ReadOnly, machine, percentile, throwaway_store
 from sqlalchemy import bindparam, func, select, update
 
-from relay.store.models import Instance, Message, Transition
+from relay.store.models import EventRow, Instance, Message
 from relay.testing import wait_until as poll
 
 
@@ -161,9 +161,9 @@ def _times(relay, first_id: int) -> tuple[dict[str, datetime], dict[str, datetim
         )
         fired = dict(
             session.execute(
-                select(Transition.instance_id, func.max(Transition.created_at))
-                .where(Transition.event == "heartbeat_fires")
-                .group_by(Transition.instance_id)
+                select(EventRow.instance_id, func.max(EventRow.created_at))
+                .where(EventRow.event == "heartbeat_fires")
+                .group_by(EventRow.instance_id)
             ).all()
         )
     return sent, fired

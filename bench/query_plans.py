@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 
 from relay.runner.pulse import Pulse
 
-BIG = ("instances", "messages", "transitions", "events", "contacts", "todos")
+BIG = ("instances", "messages", "events", "contacts", "todos")
 
 
 def main() -> int:

@@ -134,7 +134,7 @@ def _release(benches: list[Any], readers: list[ReadOnly], daemons: list[Any]) ->
 def _span(readers: list[ReadOnly], firsts: list[int], due_at: datetime) -> float:
     """From the first firing in any database to the last send in any."""
     fired = min(
-        r.scalar("SELECT min(created_at) FROM transitions WHERE event = 'heartbeat_fires' "
+        r.scalar("SELECT min(created_at) FROM events WHERE event = 'heartbeat_fires' "
                  "AND created_at > %s", due_at)
         for r in readers
     )  # fmt: skip

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
-from relay.store.models import Contact, ContactAddress, Instance, Todo, Transition
+from relay.store import events
+from relay.store.models import Contact, ContactAddress, Instance, Todo
 
 
 def insert_contacts(session: Session, rows: Sequence[dict[str, Any]]) -> None:
@@ -26,11 +27,13 @@ def insert_conversations(
     session: Session,
     instances: Sequence[dict[str, Any]],
     todos: Sequence[dict[str, Any]],
-    transitions: Sequence[dict[str, Any]],
+    changes: Sequence[dict[str, Any]],
 ) -> None:
-    """Conversations with their todos and transition-log rows; a unique index
+    """Conversations with their todos and their creations' state-change rows (those
+    go in with the transaction's other events, at its commit); a unique index
     broken by the batch raises (the caller then goes one row at a time)."""
     session.execute(insert(Instance), instances)
     if todos:
         session.execute(insert(Todo), todos)
-    session.execute(insert(Transition), transitions)
+    for row in changes:
+        events.add(session, row)

@@ -27,7 +27,7 @@ from relay.core.secrets import mask_text, mask_url
 
 # The newest Alembic revision this code expects. A test checks that it is the
 # head of migrations/, so read commands can check the schema without alembic.
-HEAD_REVISION = "0019"
+HEAD_REVISION = "0020"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 

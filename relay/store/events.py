@@ -1,4 +1,6 @@
-"""Writing the event log: rows collected during a transaction, inserted at its commit.
+"""Writing the event log (the one record of what happened, state changes included:
+:mod:`relay.engine.conversation.events`): rows collected during a transaction,
+inserted at its commit.
 
 :func:`add` only appends to the session; just before the transaction commits,
 every collected row is inserted with one statement (a pulse's batch of turns or
@@ -28,6 +30,11 @@ from relay.store.models import EventRow, Instance, table_of
 _PENDING = on_commit.collection("relay_events")
 #: The advisory-lock key that orders event commits on PostgreSQL ("relay" in ASCII).
 ORDER_LOCK = 0x72656C6179
+
+
+#: The state-change columns of a row that is not one (every row of an insert has
+#: the same keys: :mod:`relay.store.fast_writes`).
+NO_CHANGE: dict[str, Any] = {"from_state": None, "to_state": None, "event": None, "reason": None}
 
 
 def add(session: Session, row: dict[str, Any]) -> None:
@@ -75,6 +82,19 @@ def read(
     if kinds is not None:
         query = query.where(EventRow.kind.in_(kinds))
     return [(row, meta) for row, meta in session.execute(query)]
+
+
+def data_of(row: EventRow) -> dict[str, Any]:
+    """What ``relay events`` shows as an event's ``data``: a state change's is made
+    from its own columns (as relay wrote it before issue 31 folded the two logs)."""
+    if row.data is None and row.to_state is not None:
+        return {
+            "from": row.from_state,
+            "to": row.to_state,
+            "event": row.event,
+            "reason": row.reason,
+        }
+    return dict(row.data or {})
 
 
 def last_id(session: Session) -> int:

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Direction, MessageStatus
-from relay.store.models import Contact, Instance, Message, Transition
+from relay.store.models import Contact, EventRow, Instance, Message
 
 
 def all_instances(session: Session) -> list[Instance]:
@@ -18,14 +18,16 @@ def all_instances(session: Session) -> list[Instance]:
 
 
 def logged_states(session: Session) -> dict[str, str]:
-    """Each instance's state according to its newest transition-log row."""
-    return dict(
-        session.execute(
-            select(Transition.instance_id, Transition.to_state).where(
-                Transition.id.in_(select(func.max(Transition.id)).group_by(Transition.instance_id))
-            )
-        ).all()
+    """Each instance's state according to its newest state change on record."""
+    newest = (
+        select(func.max(EventRow.id))
+        .where(EventRow.to_state.is_not(None), EventRow.instance_id.is_not(None))
+        .group_by(EventRow.instance_id)
     )
+    rows = session.execute(
+        select(EventRow.instance_id, EventRow.to_state).where(EventRow.id.in_(newest))
+    )
+    return {str(instance_id): str(state) for instance_id, state in rows}
 
 
 def queued_for_opted_out(session: Session) -> Sequence[Any]:

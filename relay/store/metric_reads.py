@@ -13,10 +13,11 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import HEARTBEAT_STATE, Event
 from relay.core.values import DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.store.tables import TIME, instances, messages, transitions
+from relay.store.tables import TIME, events, instances, messages
 
-#: How many of the latest state changes the agent-turn figures look back over.
-TURN_WINDOW = 5000
+#: How many of the latest rows of the record the agent-turn figures look back over
+#: (about half of them state changes, the rest messages' events).
+TURN_WINDOW = 10_000
 
 
 def outbound_by_channel(session: Session) -> list[tuple[str, bool, str, str | None, int]]:
@@ -86,16 +87,16 @@ def oldest_due_heartbeat(session: Session, now: datetime) -> datetime | None:
 def recent_turn_seconds(session: Session) -> list[float]:
     """Seconds from a turn becoming due (the reply stored, the conversation
     created) to the agent's turn committed, for the turns among the latest
-    :data:`TURN_WINDOW` state changes (newest first by id; the id index)."""
-    top = int(session.scalar(select(func.max(transitions.c.id))) or 0)
+    :data:`TURN_WINDOW` rows of the record (newest first by id; the id index)."""
+    top = int(session.scalar(select(func.max(events.c.id))) or 0)
     before = (
-        func.lag(transitions.c.created_at, type_=TIME)
-        .over(partition_by=transitions.c.instance_id, order_by=transitions.c.id)
+        func.lag(events.c.created_at, type_=TIME)
+        .over(partition_by=events.c.instance_id, order_by=events.c.id)
         .label("due_at")
     )
     recent = (
-        select(transitions.c.event, transitions.c.created_at, before)
-        .where(transitions.c.id > top - TURN_WINDOW)
+        select(events.c.event, events.c.created_at, before)
+        .where(events.c.id > top - TURN_WINDOW, events.c.to_state.is_not(None))
         .subquery()
     )
     turns = (Event.AGENT_PROCESSES_REPLY.value, Event.AGENT_SENDS_FIRST_MESSAGE.value)

@@ -139,19 +139,6 @@ class Message(Base):
     processed_at: Mapped[datetime | None]
 
 
-class Transition(Base):
-    __table__ = tables.transitions
-
-    id: Mapped[int]
-    instance_id: Mapped[str]
-    from_state: Mapped[str | None]
-    to_state: Mapped[str]
-    event: Mapped[str]
-    actor: Mapped[str]
-    reason: Mapped[str | None]
-    created_at: Mapped[datetime]
-
-
 class EventRow(Base):
     __table__ = tables.events
 
@@ -161,6 +148,10 @@ class EventRow(Base):
     actor: Mapped[str | None]
     data: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime]
+    from_state: Mapped[str | None]
+    to_state: Mapped[str | None]
+    event: Mapped[str | None]
+    reason: Mapped[str | None]
 
 
 class StateEntry(Base):

@@ -1,9 +1,10 @@
 """Everything the store holds about one person, to export it or to erase it.
 
 One place knows which rows mention a contact: its own row, its bound chats, its
-conversations with their todos, transitions and scoped state, every message to
-or from it (a conversation's or unrouted), the events that name one of these or
-one of its addresses, and the inbound rejected from one of its addresses.
+conversations with their todos and scoped state, every message to or from it (a
+conversation's or unrouted), the events that name one of these or one of its
+addresses (their state changes among them), and the inbound rejected from one of
+its addresses.
 ``relay contact export`` reads them (:func:`person_rows`); ``relay contact
 erase`` deletes the same rows in one transaction (:func:`delete_person`).
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, or_, select, text
+from sqlalchemy import ColumnElement, Table, delete, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from relay.store.tables import (
@@ -35,7 +36,6 @@ from relay.store.tables import (
     messages,
     state_entries,
     todos,
-    transitions,
 )
 
 #: Rows read per round trip while looking through events without a conversation.
@@ -77,7 +77,6 @@ class _Scope:
         return {
             state_entries: or_(*scoped),
             events: events.c.id.in_(self.event_ids),
-            transitions: transitions.c.instance_id.in_(self.instance_ids),
             todos: todos.c.instance_id.in_(self.instance_ids),
             messages: messages.c.id.in_(self.message_ids),
             instances: instances.c.id.in_(self.instance_ids),
@@ -171,7 +170,20 @@ def person_rows(session: Session, contact_id: int | None, addresses: Sequence[st
         rows = session.execute(select(table).where(clause).order_by(*order)).mappings()
         tables[table.name] = [plain(row) for row in rows]
     person = tables.pop("contacts")
+    # The conversations' state changes, as ``transitions`` (the export's field
+    # from before they were rows of ``events``, issue 31).
+    tables["transitions"] = [
+        {column: row[column] for column in _CHANGE_COLUMNS}
+        for row in tables["events"]
+        if row["to_state"] is not None and row["instance_id"] in scope.instance_ids
+    ]
     return PersonRows(person[0] if person else None, tables)
+
+
+#: A state change's fields in the export's ``transitions``.
+_CHANGE_COLUMNS = (
+    "id", "instance_id", "from_state", "to_state", "event", "actor", "reason", "created_at"
+)  # fmt: skip
 
 
 def delete_person(
@@ -180,7 +192,10 @@ def delete_person(
     """Delete every row about the person in the caller's transaction (children
     first: the foreign keys hold on both databases); how many rows per table."""
     scope = _scope(session, contact_id, addresses)
-    counts: dict[str, int] = {}
+    changes = events.c.id.in_(scope.event_ids) & events.c.instance_id.in_(scope.instance_ids)
+    counts = {"transitions": int(session.scalar(
+        select(func.count()).where(changes, events.c.to_state.is_not(None))
+    ) or 0)}  # fmt: skip
     for table, clause in scope.where().items():
         result = session.execute(delete(table).where(clause))
         counts[table.name] = int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -25,10 +25,10 @@ from relay.store.prepared import dialect_of, per_dialect
 from relay.store.tables import (
     CONTACT_SLOT_INDEX,
     contacts,
+    events,
     instances,
     messages,
     todos,
-    transitions,
 )
 
 if TYPE_CHECKING:
@@ -159,10 +159,12 @@ def transcript_of(
 
 
 def history_of(session: Session, instance_id: str) -> Sequence[Row[Any]]:
+    """The conversation's state changes, oldest first (its rows of the record that
+    have a ``to_state``)."""
     return session.execute(
-        select(transitions)
-        .where(transitions.c.instance_id == instance_id)
-        .order_by(transitions.c.id)
+        select(events)
+        .where(events.c.instance_id == instance_id, events.c.to_state.is_not(None))
+        .order_by(events.c.id)
     ).all()
 
 
@@ -356,15 +358,15 @@ def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Me
 
 
 def latest_reasons(session: Session, instance_ids: Sequence[str]) -> dict[str, str]:
-    """Each instance's latest transition reason (why it is where it is), one query."""
+    """Each instance's latest state change's reason (why it is where it is), one query."""
     if not instance_ids:
         return {}
     latest = (
-        select(func.max(transitions.c.id))
-        .where(transitions.c.instance_id.in_(instance_ids))
-        .group_by(transitions.c.instance_id)
+        select(func.max(events.c.id))
+        .where(events.c.instance_id.in_(instance_ids), events.c.to_state.is_not(None))
+        .group_by(events.c.instance_id)
     )
     rows = session.execute(
-        select(transitions.c.instance_id, transitions.c.reason).where(transitions.c.id.in_(latest))
+        select(events.c.instance_id, events.c.reason).where(events.c.id.in_(latest))
     )
     return {instance_id: reason for instance_id, reason in rows if reason}

@@ -248,39 +248,31 @@ messages = Table(
     Index("ix_messages_intent", "intent", sqlite_where=LABELLED, postgresql_where=LABELLED),
 )
 
-#: The append-only log: one row per state change.
-transitions = Table(
-    "transitions",
-    metadata,
-    Column("id", BIG_ID, primary_key=True),
-    Column(
-        "instance_id",
-        ForeignKey("instances.id", ondelete="CASCADE"),
-        nullable=False,
-        index=True,
-    ),
-    Column("from_state", String(32)),
-    Column("to_state", String(32), nullable=False),
-    Column("event", String(48), nullable=False),
-    Column("actor", String(64), nullable=False),
-    Column("reason", Text),
-    Column("created_at", TIME, nullable=False),
-)
-
-#: The append-only event log a program follows (``relay events``): its id is the
-#: cursor. Rows are written in the transaction of what they record, and on
-#: PostgreSQL in commit order (see :mod:`relay.store.events`).
+#: The append-only record of what happened, one row per thing (issue 31): what
+#: ``relay events`` lists (its id is the cursor) and, for a state change, what
+#: ``relay history`` lists. Rows are written in the transaction of what they
+#: record, and on PostgreSQL in commit order (see :mod:`relay.store.events`).
 events = Table(
     "events",
     metadata,
     Column("id", BIG_ID, primary_key=True),
+    # relay.engine.conversation.events.Kind; ``state.logged`` is a state change
+    # that ``relay events`` does not list (a bulk import's, or one from before 0004).
     Column("kind", String(32), nullable=False),
     # No foreign key: the log outlives what it mentions (a contact-level command
     # names no instance; a pruned instance keeps its audit trail).
     Column("instance_id", String(16), index=True),
     Column("actor", String(64)),
-    Column("data", JSON),
+    # What ``relay events`` shows as ``data``; NULL for a state change, whose
+    # ``data`` is made from the four columns below (which only it has). None is
+    # SQL NULL, not JSON's null.
+    Column("data", JSON(none_as_null=True)),
     Column("created_at", TIME, nullable=False),
+    Column("from_state", String(32)),
+    Column("to_state", String(32)),
+    # The state machine's event that made the change (relay.core.states.Event).
+    Column("event", String(48)),
+    Column("reason", Text),
 )
 
 #: Scoped key-value state: scope ``app`` (scope_id ''), ``contact`` or ``instance``.

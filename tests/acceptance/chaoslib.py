@@ -55,7 +55,7 @@ from relay.core.states import State
 from relay.store import claims
 from relay.store.database import Store, make_engine
 from relay.store.due import count_due
-from relay.store.models import ChannelCursor, Contact, Instance, Message, Transition
+from relay.store.models import ChannelCursor, Contact, EventRow, Instance, Message
 
 ANSWERS = ("Thursday works", "Morning, please", "Yes, that address is right", "Friday after 3")
 TODOS = ("Which day suits you?", "Morning or afternoon?", "Is 12 Harbour Street right?")
@@ -833,9 +833,9 @@ def _after_acknowledged(
     """Deliveries inside a [cancel, forever) or [pause, resume) window of the transition
     log, beyond what the acknowledgement of that cancel or pause reported in flight."""
     rows = session.execute(
-        select(Transition.instance_id, Transition.event, Transition.actor, Transition.created_at)
-        .where(Transition.event.in_(["cancel", "pause", "resume"]))
-        .order_by(Transition.id)
+        select(EventRow.instance_id, EventRow.event, EventRow.actor, EventRow.created_at)
+        .where(EventRow.event.in_(["cancel", "pause", "resume"]))
+        .order_by(EventRow.id)
     ).all()
     in_flight = {
         (a.instance_id, a.verb, a.data.get("updated_at")): int(a.data.get("in_flight") or 0)

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from relay.core.errors import Ambiguous, InvalidInput, NotFound, Refused
 from relay.core.states import Event, State
-from relay.store.models import Contact, Instance, Message, Transition
+from relay.store.models import Contact, EventRow, Instance, Message
 
 E = Event
 PHONE = "+15551230001"
@@ -112,7 +112,7 @@ def test_start_refuses_bad_input_and_writes_nothing(
     with pytest.raises(InvalidInput, match=match):
         relay_api.start(contact, objective, todos, **options)
     assert count(relay_api, Instance) == 0
-    assert count(relay_api, Transition) == 0
+    assert count(relay_api, EventRow) == 0
 
 
 # -- reads ----------------------------------------------------------------------------------------

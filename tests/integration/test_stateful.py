@@ -42,7 +42,7 @@ from relay.core.errors import Refused
 from relay.core.states import TERMINAL, Event, State, holds_slot, next_state
 from relay.engine.conversation import transitions
 from relay.store import queries
-from relay.store.models import Contact, Instance, Transition
+from relay.store.models import Contact, EventRow, Instance
 
 CONTACTS_PER_EXAMPLE = 3
 
@@ -228,20 +228,20 @@ class QueueMachine(RuleBasedStateMachine):
             }
             per_instance = (
                 select(
-                    Transition.instance_id,
+                    EventRow.instance_id,
                     func.count().label("rows"),
-                    func.max(Transition.id).label("last_id"),
+                    func.max(EventRow.id).label("last_id"),
                 )
-                .where(Transition.instance_id.in_(ids))
-                .group_by(Transition.instance_id)
+                .where(EventRow.instance_id.in_(ids), EventRow.to_state.is_not(None))
+                .group_by(EventRow.instance_id)
                 .subquery()
             )
             log = {
                 instance_id: (int(rows), to_state)
                 for instance_id, rows, to_state in session.execute(
                     select(
-                        per_instance.c.instance_id, per_instance.c.rows, Transition.to_state
-                    ).join(Transition, Transition.id == per_instance.c.last_id)
+                        per_instance.c.instance_id, per_instance.c.rows, EventRow.to_state
+                    ).join(EventRow, EventRow.id == per_instance.c.last_id)
                 )
             }
         return instances, log

@@ -20,7 +20,7 @@ from relay.store import migrate
 from relay.store.database import HEAD_REVISION, Store, make_engine
 from relay.store.tables import metadata
 
-TABLES = {"contacts", "instances", "todos", "messages", "transitions", "state_entries", "daemons"}
+TABLES = {"contacts", "instances", "todos", "messages", "events", "state_entries", "daemons"}
 
 
 @pytest.fixture

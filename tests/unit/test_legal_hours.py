@@ -153,3 +153,34 @@ def test_next_allowed_reads_every_zone_of_a_number_that_spans_several() -> None:
     # 9:00 in New York is 6:00 in Los Angeles: it waits for 9:00 there (12:00 in New York).
     assert next_allowed(utc("2026-03-09T13:00:00"), [both]) == utc("2026-03-09T16:00:00")
     assert date(2026, 3, 9).weekday() == 0
+
+
+def test_the_area_table_is_what_the_geocoder_says() -> None:
+    """``relay/core/data/nanp_areas.txt`` is made from the installed phonenumbers
+    (``python -m relay.engine.conversation.area_table``)."""
+    from relay.engine.conversation import area_table
+
+    assert area_table.main(["area_table", "--check"]) == 0
+
+
+def test_a_state_from_the_table_is_the_geocoders() -> None:
+    """Every prefix of +1 the geocoder describes, a number in it: the same state
+    or province from the table as from the geocoder's description."""
+    import phonenumbers
+    from phonenumbers import geocoder
+    from phonenumbers.geodata import GEOCODE_DATA
+
+    from relay.engine.conversation.policy import answer_of, subdivision_of
+
+    checked = 0
+    for prefix in sorted(p for p in GEOCODE_DATA if p.startswith("1"))[::7]:
+        number = phonenumbers.parse("+" + (prefix + "0100555")[:11])
+        country = phonenumbers.region_code_for_number(number)
+        if not phonenumbers.is_valid_number(number) or country not in ("US", "CA"):
+            continue
+        said = answer_of(geocoder.description_for_number(number, "en"))
+        assert place_of(phonenumbers.format_number(number, 0)).subdivision == subdivision_of(
+            country, said
+        ), prefix
+        checked += 1
+    assert checked > 1000

@@ -1,14 +1,18 @@
-"""The event log a program follows (``relay events``, ``relay wait``): what happened,
-in commit order, each with a stable cursor (its id).
+"""The one record of what happened: the event log a program follows (``relay
+events``, ``relay wait``), in commit order, each row with a stable cursor (its id);
+a state change's row is also what ``relay history`` lists (issue 31: one row per
+change, where there were a transition-log row and an event).
 
-The few places that change state call :func:`record` in the transaction that
-changes it; the rows are inserted when that transaction commits (see
-:mod:`relay.store.events`). Message bodies are not copied into events: a program
-reads them with ``relay transcript``; events carry message ids.
+The few places that change state call :func:`record` (a state change:
+:func:`record_change`) in the transaction that changes it; the rows are inserted
+with one statement when that transaction commits (see :mod:`relay.store.events`).
+Message bodies are not copied into events: a program reads them with ``relay
+transcript``; events carry message ids.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
@@ -17,10 +21,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from relay.core.states import Event, State
 from relay.core.values import MessageStatus
+from relay.store import commit_log
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
 from relay.store.models import Message
+
+log = logging.getLogger("relay.state")
 
 
 class Kind(StrEnum):
@@ -59,8 +67,95 @@ def record(
             "actor": actor,
             "data": data,
             "created_at": now,
+            **store_events.NO_CHANGE,
         },
     )
+
+
+def record_change(
+    session: Session,
+    instance_id: str,
+    step: tuple[State, State, Event],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> None:
+    """A state change (from, to, event): its one row, in ``relay events`` and ``relay
+    history`` alike, and its log lines (written with the transaction)."""
+    current, target, event = step
+    _change(session, instance_id, (current.value, target.value, event.value), actor, reason, now)
+    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
+    commit_log.info(
+        session,
+        log,
+        "instance %s: %s -> %s (%s by %s)",
+        instance_id,
+        current.value,
+        target.value,
+        event.value,
+        actor,
+        instance_id=instance_id,
+    )
+    commit_log.debug(
+        session, log, "instance %s: reason: %s", instance_id, reason or "-", instance_id=instance_id
+    )
+
+
+def record_creation(
+    session: Session, instance_id: str, state: str, now: datetime, actor: str
+) -> None:
+    """A conversation's first row: ``start`` into its first state."""
+    _change(session, instance_id, (None, state, CREATION), actor, None, now)
+
+
+#: The ``event`` of a conversation's first row.
+CREATION = "start"
+
+
+def creation_rows(
+    instance_id: str,
+    steps: list[tuple[str | None, str, str, str | None]],
+    actor: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The rows of a bulk import's creations, (from, to, event, reason) each, for one
+    insert with the batch (:mod:`relay.store.bulk_inserts`)."""
+    return [
+        _change_row(instance_id, (before, after, event), actor, reason, now)
+        for before, after, event, reason in steps
+    ]
+
+
+def _change(
+    session: Session,
+    instance_id: str,
+    step: tuple[str | None, str, str],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> None:
+    store_events.add(session, _change_row(instance_id, step, actor, reason, now))
+
+
+def _change_row(
+    instance_id: str,
+    step: tuple[str | None, str, str],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """A state change's row: its own columns, no ``data`` (``relay events`` makes it)."""
+    return {
+        "kind": Kind.STATE.value,
+        "instance_id": instance_id,
+        "actor": actor,
+        "data": None,
+        "created_at": now,
+        "from_state": step[0],
+        "to_state": step[1],
+        "event": step[2],
+        "reason": reason,
+    }
 
 
 def record_outbound(

@@ -70,8 +70,6 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
     writing the row once more to claim it.
     """
     report = HeartbeatReport()
-    # The firings' transition rows go in with one statement, in this transaction.
-    log_rows: list[dict[str, Any]] = []
     with relay.store.transaction() as session:
         now = relay.now()
         firing: list[tuple[str, int, str]] = []
@@ -89,15 +87,12 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
             else:
                 others[row.id] = handler
         leasing = None if lease is None else (lease.owner, now + lease.length)
-        claimed = transitions.fire_waiting(
-            session, firing, now=now, actor=ACTOR, lease=leasing, log_rows=log_rows
-        )
+        claimed = transitions.fire_waiting(session, firing, now=now, actor=ACTOR, lease=leasing)
         _fall_back(session, laddered, now)
         report.fired = len(firing)
         if lease is not None:
             report.claimed = claimed
         _settle(session, others, report)
-        transitions.write_log(session, log_rows)
     return report
 
 

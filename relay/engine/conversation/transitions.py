@@ -3,13 +3,13 @@
 ``apply_event`` asks ``relay.core`` for the next state, then keeps every
 invariant that hangs on a state change in the same transaction: the prior
 state of a pause, the contact slot, the heartbeat countdown (pending only in
-WAITING_FOR_REPLY; a pause keeps the time left), the transition-log row, and
-FIFO promotion of the next queued instance when one ends.
+WAITING_FOR_REPLY; a pause keeps the time left), the change's one row in the
+record (:func:`relay.engine.conversation.events.record_change`), and FIFO
+promotion of the next queued instance when one ends.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -32,13 +32,11 @@ from relay.core.states import (
     next_state,
 )
 from relay.engine.conversation import events
-from relay.store import claims, commit_log, funnel, locked_rows, queries, transition_log
+from relay.store import claims, funnel, locked_rows, queries
 from relay.store.locked_rows import InstanceFields
-from relay.store.models import Instance, Transition
+from relay.store.models import Instance
 
 SYSTEM = "relay"
-
-log = logging.getLogger("relay.state")
 
 
 def state_of(instance: InstanceFields) -> State:
@@ -58,7 +56,6 @@ def apply_event(
     actor: str = SYSTEM,
     reason: str | None = None,
     replies_waiting: bool | None = None,
-    log_rows: list[dict[str, Any]] | None = None,
 ) -> State:
     """Move ``instance`` by ``event`` (or raise Refused) and record it.
 
@@ -66,10 +63,6 @@ def apply_event(
     a caller that has just read it under the instance's lock (a batch of turn
     commits: asking here would flush the session once per turn); None asks the
     store.
-    ``log_rows``: a caller applying many events in one transaction (a batch of
-    turn commits, a pulse's heartbeats) collects the transition-log rows here and
-    writes them with :func:`write_log` before its transaction commits: one
-    statement for the batch instead of an ORM object per row.
     """
     current = state_of(instance)
     previous = previous_of(instance)
@@ -77,7 +70,7 @@ def apply_event(
     _move(session, instance, current, target, event, now)
     _keep_funnel_facts(session, instance, event, target, reason)
     _end(instance, target, event, reason, now)
-    _record(session, instance.id, (current, target, event), actor, reason, now, log_rows)
+    events.record_change(session, instance.id, (current, target, event), actor, reason, now)
     _update_slot(session, instance, now)
     takes_reply = Effect.TAKE_WAITING_REPLY in entering(target)
     if replies_waiting is None and takes_reply:
@@ -92,7 +85,6 @@ def apply_event(
             now=now,
             actor=actor,
             reason="a reply arrived earlier and was waiting",
-            log_rows=log_rows,
         )
     return target
 
@@ -147,11 +139,10 @@ def fire_waiting(
     now: datetime,
     actor: str,
     lease: tuple[str, datetime] | None,
-    log_rows: list[dict[str, Any]],
 ) -> list[tuple[str, int]]:
     """HEARTBEAT_FIRES for a batch of locked conversations in WAITING_FOR_REPLY,
     given as (id, version, reason): one UPDATE for them all, then each one's
-    transition-log row, event and log line. Returns the (id, new version) pairs.
+    row in the record and log line. Returns the (id, new version) pairs.
 
     That event changes every waiting row the same way, so what it assigns is
     worked out once, by the same steps :func:`apply_event` takes, on a stand-in
@@ -177,7 +168,7 @@ def fire_waiting(
     locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
     step = (current, target, event)
     for instance_id, _, reason in waiting:
-        _record(session, instance_id, step, actor, reason, now, log_rows)
+        events.record_change(session, instance_id, step, actor, reason, now)
     return [(instance_id, version + 1) for instance_id, version, _ in waiting]
 
 
@@ -205,53 +196,6 @@ class _AnyRow:
         self.__dict__["assigned"][name] = value
 
 
-def _record(
-    session: Session,
-    instance_id: str,
-    step: tuple[State, State, Event],
-    actor: str,
-    reason: str | None,
-    now: datetime,
-    log_rows: list[dict[str, Any]] | None,
-) -> None:
-    """The transition-log row, the event for ``relay events``, and the log lines."""
-    current, target, event = step
-    _log_row(
-        session,
-        log_rows,
-        instance_id=instance_id,
-        from_state=current.value,
-        to_state=target.value,
-        event=event.value,
-        actor=actor,
-        reason=reason,
-        created_at=now,
-    )
-    events.record(
-        session,
-        events.Kind.STATE,
-        instance_id,
-        {"from": current.value, "to": target.value, "event": event.value, "reason": reason},
-        now,
-        actor=actor,
-    )
-    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
-    commit_log.info(
-        session,
-        log,
-        "instance %s: %s -> %s (%s by %s)",
-        instance_id,
-        current.value,
-        target.value,
-        event.value,
-        actor,
-        instance_id=instance_id,
-    )
-    commit_log.debug(
-        session, log, "instance %s: reason: %s", instance_id, reason or "-", instance_id=instance_id
-    )
-
-
 def _keep_funnel_facts(
     session: Session, instance: InstanceFields, event: Event, target: State, reason: str | None
 ) -> None:
@@ -277,39 +221,6 @@ def hand_to_human(
         return False
     apply_event(session, instance, Event.REQUEST_INTERVENTION, now=now, actor=actor, reason=reason)
     return True
-
-
-def _log_row(session: Session, log_rows: list[dict[str, Any]] | None, **row: Any) -> None:
-    if log_rows is None:
-        session.add(Transition(**row))
-    else:
-        log_rows.append(row)
-
-
-def write_log(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert the transition-log rows collected by ``apply_event(..., log_rows=...)``,
-    in the caller's transaction (so each still commits with its state change)."""
-    if rows:
-        transition_log.insert_transitions(session, rows)
-        rows.clear()
-
-
-def record_creation(
-    session: Session, instance: InstanceFields, *, now: datetime, actor: str
-) -> None:
-    session.add(
-        Transition(
-            instance_id=instance.id,
-            from_state=None,
-            to_state=instance.state,
-            event="start",
-            actor=actor,
-            reason=None,
-            created_at=now,
-        )
-    )
-    data = {"from": None, "to": instance.state, "event": "start", "reason": None}
-    events.record(session, events.Kind.STATE, instance.id, data, now, actor=actor)
 
 
 def _countdown(instance: InstanceFields) -> int:

@@ -46,13 +46,12 @@ NOTES_KEY = "relay:last_turn_notes"
 @dataclass(frozen=True)
 class _Loaded:
     """Rows a batch of turn commits needs, read once for the whole batch under its
-    locks, and the append-only rows it writes (outbox messages, transition log),
-    inserted with one statement each just before the batch's transaction commits."""
+    locks, and the outbox messages it writes (inserted with one statement just
+    before the batch's transaction commits)."""
 
     todos: dict[str, list[Todo]]
     inbound: dict[str, list[Message]]
     messages: list[dict[str, Any]] = field(default_factory=list)
-    log_rows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,6 @@ class TurnCommitter:
                 ]
                 locked_rows.write(session, locked.values())
                 handover = self._write_outbox(session, loaded.messages)
-                transitions.write_log(session, loaded.log_rows)
             if handover is not None and self.outbox is not None:
                 self.outbox.adopt(handover)  # committed: its rows are the dispatcher's
             return outcomes
@@ -178,7 +176,6 @@ class TurnCommitter:
             now,
             replied=bool(context.new_messages),
             replies_waiting=waiting,
-            log_rows=loaded.log_rows,
         )
         for note in plan.notes:
             commit_log.info(
@@ -339,13 +336,12 @@ def _advance(
     *,
     replied: bool,
     replies_waiting: bool | None = None,
-    log_rows: list[dict[str, Any]] | None = None,
 ) -> State:
     """Apply the events that end the turn (:func:`relay.core.turn_endings.ending`);
     the last says where the conversation stands.
 
-    ``replied``: the turn answered inbound messages. ``replies_waiting`` and
-    ``log_rows``: see :func:`transitions.apply_event`.
+    ``replied``: the turn answered inbound messages. ``replies_waiting``: see
+    :func:`transitions.apply_event`.
     """
     end = ending(State(instance.state), plan, replied=replied, follow_ups=instance.follow_up_count)
     if end.count is FollowUpCount.RESET:
@@ -362,7 +358,6 @@ def _advance(
             actor=AGENT,
             reason=reason,
             replies_waiting=replies_waiting,
-            log_rows=log_rows,
         )
     return final
 

@@ -19,6 +19,7 @@ from relay.core.errors import RelayError
 from relay.core.states import INITIAL, Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.contacts.addresses import kind_of
+from relay.engine.conversation import events
 from relay.engine.verbs.ladders import give_addresses
 from relay.engine.verbs.new_conversation import merge_contact_fields
 from relay.store import bulk_inserts, reads
@@ -39,7 +40,7 @@ def create_many(
     people = _contacts(relay, session, [s.address for s in specs], now)
     locked = reads.lock_contacts(session, [p.id for p in people.values()])
     busy = reads.slot_holders(session, list(locked))
-    rows: dict[str, list[dict[str, Any]]] = {"instances": [], "todos": [], "transitions": []}
+    rows: dict[str, list[dict[str, Any]]] = {"instances": [], "todos": [], "changes": []}
     results: list[tuple[str, str] | str] = []
     for spec in specs:
         person = people[spec.address]
@@ -61,7 +62,7 @@ def create_many(
         results.append(_rows(relay, spec, person.id, queued, now, actor, rows))
     if rows["instances"]:
         bulk_inserts.insert_conversations(
-            session, rows["instances"], rows["todos"], rows["transitions"]
+            session, rows["instances"], rows["todos"], rows["changes"]
         )
     return results
 
@@ -105,7 +106,7 @@ def _rows(
     window = spec.window or relay.config.settings.defaults.window
     rows["instances"].append(_instance_row(spec, iid, contact_id, state, window, now))
     rows["todos"] += _todo_rows(spec, iid, now)
-    rows["transitions"] += _transition_rows(iid, state, actor, now)
+    rows["changes"] += _creation_rows(iid, state, actor, now)
     return iid, state.value
 
 
@@ -160,19 +161,12 @@ def _todo_rows(spec: NewConversation, iid: str, now: datetime) -> list[dict[str,
     ]
 
 
-def _transition_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
-    """The log of a creation: start, and the move to QUEUED behind a live conversation."""
-    log = {"instance_id": iid, "actor": actor, "created_at": now}
-    created = {**log, "from_state": None, "to_state": INITIAL.value, "event": "start"}
-    found = [{**created, "reason": None}]
+def _creation_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
+    """The record of a creation: start, and the move to QUEUED behind a live conversation."""
+    steps: list[tuple[str | None, str, str, str | None]] = [
+        (None, INITIAL.value, events.CREATION, None)
+    ]
     if state is not INITIAL:
-        found.append(
-            {
-                **log,
-                "from_state": INITIAL.value,
-                "to_state": state.value,
-                "event": Event.CONTACT_HAS_ACTIVE_INSTANCE.value,
-                "reason": QUEUED_REASON,
-            }
-        )
-    return found
+        queued = Event.CONTACT_HAS_ACTIVE_INSTANCE.value
+        steps.append((INITIAL.value, state.value, queued, QUEUED_REASON))
+    return events.creation_rows(iid, steps, actor, now)

@@ -162,7 +162,7 @@ def read_events(
                 row.kind,
                 row.instance_id,
                 row.actor,
-                dict(row.data or {}),
+                store_events.data_of(row),
                 dict(meta or {}),
                 row.created_at,
             )

@@ -17,7 +17,7 @@ from relay.engine.views.marks import UndeliverableMark
 
 if TYPE_CHECKING:
     from relay.engine.views.events import EventView
-    from relay.store.models import Instance, Message, Todo, Transition
+    from relay.store.models import Instance, Message, Todo
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ class TransitionView:
         )
 
     @classmethod
-    def build(cls, row: Transition | Row[Any]) -> TransitionView:
+    def build(cls, row: Row[Any]) -> TransitionView:
         return cls(
             row.instance_id,
             row.from_state,

@@ -29,10 +29,10 @@ def test_a_failing_webhook_url_s_secrets_are_masked_everywhere(
     with relay.store.transaction() as session:
         from sqlalchemy import select
 
-        from relay.store.models import Message, Transition
+        from relay.store.models import EventRow, Message
 
         stored = [m.last_error or "" for m in session.scalars(select(Message))]
-        stored += [t.reason or "" for t in session.scalars(select(Transition))]
+        stored += [t.reason or "" for t in session.scalars(select(EventRow))]
     assert any("***" in text for text in stored), stored
     outputs = [
         str(relay.get(view.id).to_json()),

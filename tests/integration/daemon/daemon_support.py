@@ -23,7 +23,7 @@ from engine_relay import EngineRelay as Relay
 from sqlalchemy import func, select
 
 from relay.runner.pulse import Pulse, PulseReport
-from relay.store.models import Daemon, Instance, Message, Transition
+from relay.store.models import Daemon, EventRow, Instance, Message
 
 PHONE = "+15551230001"
 OTHER = "+15551230002"
@@ -61,7 +61,9 @@ def history(relay: Relay, instance_id: str) -> list[tuple[str, str | None, str, 
     """(event, from, to, actor) rows of the transition log, oldest first."""
     with relay.store.transaction() as session:
         rows = session.scalars(
-            select(Transition).where(Transition.instance_id == instance_id).order_by(Transition.id)
+            select(EventRow)
+            .where(EventRow.instance_id == instance_id, EventRow.to_state.is_not(None))
+            .order_by(EventRow.id)
         ).all()
         return [(r.event, r.from_state, r.to_state, r.actor) for r in rows]
 

@@ -30,7 +30,7 @@ from sqlalchemy import select
 
 from relay.core.turns import Action, TurnContext, TurnReason
 from relay.engine.conversation import heartbeat
-from relay.store.models import Instance, Transition
+from relay.store.models import EventRow, Instance
 
 HOUR = timedelta(hours=1)
 SECOND = timedelta(seconds=1)
@@ -266,9 +266,9 @@ def test_down_for_a_day_each_overdue_heartbeat_fires_once_in_due_order(
 
     with relay.store.transaction() as session:
         fired = session.scalars(
-            select(Transition.instance_id)
-            .where(Transition.event == "heartbeat_fires")
-            .order_by(Transition.id)
+            select(EventRow.instance_id)
+            .where(EventRow.event == "heartbeat_fires")
+            .order_by(EventRow.id)
         ).all()
     assert list(fired) == sorted(due, key=lambda iid: due[iid])
     assert pulse(relay).idle  # and nothing more at the same moment

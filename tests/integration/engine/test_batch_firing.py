@@ -15,7 +15,7 @@ import pytest
 from relay.core.states import Event
 from relay.engine.conversation import heartbeat, transitions
 from relay.store import claims
-from relay.store.models import Transition
+from relay.store.models import EventRow
 from relay.testing import Harness
 
 LEASE = timedelta(minutes=5)
@@ -55,7 +55,7 @@ def _as_apply_event_leaves_them(
     with pytest.raises(_RolledBack), engine.relay.store.transaction() as session:
         for instance_id, row in claims.lock_instances(session, ids).items():
             transitions.apply_event(
-                session, row, Event.HEARTBEAT_FIRES, now=now, actor="heartbeat", log_rows=[]
+                session, row, Event.HEARTBEAT_FIRES, now=now, actor="heartbeat"
             )
             if lease is not None:
                 claims.lease_turn(row, lease.owner, now + lease.length)
@@ -92,7 +92,7 @@ def test_each_firing_keeps_its_log_row_event_and_log_line(
     with engine.relay.store.transaction() as session:
         fired = {
             t.instance_id: t.reason
-            for t in session.query(Transition).filter_by(event="heartbeat_fires")
+            for t in session.query(EventRow).filter_by(event="heartbeat_fires")
         }
     assert fired == {
         ids[0]: "follow-up 2 of 3",

@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.store import fast_writes
-from relay.store.models import EventRow, Instance, Message, Transition, table_of
+from relay.store.models import EventRow, Instance, Message, table_of
 from relay.testing import PHONE, Harness
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, 123456, tzinfo=UTC)
@@ -102,10 +102,11 @@ def _outbox_rows(iid: str, contact: int, count: int, tag: str = "") -> list[dict
 def test_inserts_store_what_sqlalchemy_stores(engine: Harness) -> None:
     iid, contact = _contact(engine)
     with engine.relay.store.transaction() as session:
-        session.execute(table_of(Transition).delete())
         session.execute(table_of(EventRow).delete())
-    transitions = [
+    changes = [
         {
+            "kind": "state.changed",
+            "data": None,
             "instance_id": iid,
             "from_state": None if n == 0 else "WAITING_FOR_REPLY",
             "to_state": "ACTIVE",
@@ -127,7 +128,8 @@ def test_inserts_store_what_sqlalchemy_stores(engine: Harness) -> None:
         for n in range(5)
     ]
     with engine.relay.store.transaction() as session:
-        _both_ways(session, table_of(Transition), transitions)
+        _both_ways(session, table_of(EventRow), changes)
+        session.execute(table_of(EventRow).delete())
         _both_ways(session, table_of(EventRow), events)
     with engine.relay.store.transaction() as session:
         # Two distinct sets: the idempotency key is unique.

@@ -23,7 +23,7 @@ from relay.engine.verbs import doctor, incoming
 from relay.runner.daemon import DaemonRunner
 from relay.runner.pulse import Pulse
 from relay.store import queries
-from relay.store.models import Daemon, InboundReject, Instance, Message, Transition
+from relay.store.models import Daemon, EventRow, InboundReject, Instance, Message
 from relay.testing import PHONE, Harness, RecordingChannel
 
 OTHER = "+15551230002"
@@ -88,7 +88,8 @@ def test_doctor_repair_and_the_daemon_promote_a_stranded_queue(make_engine: Any)
             .values(state="COMPLETED", contact_slot=None, next_heartbeat_at=None)
         )
         session.add(
-            Transition(
+            EventRow(
+                kind="state.changed",
                 instance_id=first,
                 from_state="CREATED",
                 to_state="COMPLETED",

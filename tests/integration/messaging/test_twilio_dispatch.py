@@ -16,7 +16,7 @@ from relay.channels.base import Inbound, Incoming, Outbound, register_channel
 from relay.core.errors import RelayError
 from relay.engine.contacts.unsubscribe import tokens
 from relay.runner.pulse import Pulse
-from relay.store.models import Contact, Message, Transition
+from relay.store.models import Contact, EventRow, Message
 
 NUMBER = "+15550001111"
 PHONE = "+15551230001"
@@ -56,7 +56,9 @@ def outbound(relay: Any) -> list[Message]:
 
 def reasons(relay: Any, instance_id: str) -> list[str]:
     with relay.store.transaction() as session:
-        query = select(Transition.reason).where(Transition.instance_id == instance_id)
+        query = select(EventRow.reason).where(
+            EventRow.instance_id == instance_id, EventRow.to_state.is_not(None)
+        )
         return [r or "" for r in session.scalars(query)]
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from relay.core.states import Event
 from relay.runner.pulse import Pulse
 from relay.store import migrate
-from relay.store.models import Instance, Message, Transition
+from relay.store.models import EventRow, Instance, Message
 from relay.testing import FakeClock
 
 FACTS = ("outcome", "first_delivered_at", "first_reply_at", "reply_seconds", "followups_sent")
@@ -74,8 +74,8 @@ def _derived(relay: Any) -> dict[str, tuple[Any, Any, int]]:
         replied = first(Message.created_at, Message.direction == "inbound",
                         Message.kind == "message")  # fmt: skip
         followups = dict(session.execute(
-            select(Transition.instance_id, func.count())
-            .where(Transition.event == "followup_sent").group_by(Transition.instance_id)
+            select(EventRow.instance_id, func.count())
+            .where(EventRow.event == "followup_sent").group_by(EventRow.instance_id)
         ).all())  # fmt: skip
         ids = session.scalars(select(Instance.id)).all()
     return {i: (sent.get(i), replied.get(i), followups.get(i, 0)) for i in ids}
