@@ -32,7 +32,6 @@ NOT_FOR_READS = (
     "relay.engine.inbound.ingest",
     "relay.engine.outbox.dispatcher",
     "relay.engine.verbs.campaigns",
-    "relay.engine.contacts.chat_links",
     "relay.store.events",
     "relay.store.models",
     "relay.store.claims",

@@ -22,9 +22,11 @@ from relay.engine.conversation import fallback, transitions
 from relay.store import contact_addresses, contact_work, on_commit
 from relay.store.models import Contact, Instance, Message
 
-#: The contacts a transaction opted out, and when: whoever commits it waits for
-#: their sends in flight before answering (:func:`opted_out_in`).
-_NEWLY_OUT = on_commit.collection("relay_opted_out")
+#: The named on-commit collection (:mod:`relay.store.on_commit`) of the contacts a
+#: transaction opted out, each as ``(contact id, when)``: whoever commits it reads
+#: ``on_commit.collected(session, NEWLY_OUT)`` (a savepoint rolled back drops its own)
+#: and waits for their sends in flight before answering.
+NEWLY_OUT = on_commit.collection("relay_opted_out")
 
 
 def opt_out(
@@ -38,14 +40,14 @@ def opt_out(
     ):
         person.updated_at = now
         # Its sends in flight are waited for too (all of the contact's: a superset).
-        on_commit.add(session, _NEWLY_OUT, (person.id, now))
+        on_commit.add(session, NEWLY_OUT, (person.id, now))
         _opt_out_kind(session, person, kind, now)
         return
     if person.opted_out_at is None:
         person.opted_out_at = now
         person.opt_out_reason = reason
         person.updated_at = now
-        on_commit.add(session, _NEWLY_OUT, (person.id, now))
+        on_commit.add(session, NEWLY_OUT, (person.id, now))
     for instance in _unfinished(session, person.id):
         _end(session, instance, now)
     _hold_outbound(session, person.id, "contact opted out")
@@ -93,12 +95,6 @@ def _kind_of(session: Session, message: Message, own_kind: str) -> str:
     instance = session.get(Instance, message.instance_id) if message.instance_id else None
     rungs = ladder.from_json(instance.ladder) if instance is not None else ()
     return ladder.kind_on(rungs, message.channel or "console", own_kind)
-
-
-def opted_out_in(session: Session) -> list[tuple[int, datetime]]:
-    """The contacts this transaction opted out so far (a savepoint rolled back
-    drops its own), with the time of each opt-out."""
-    return on_commit.collected(session, _NEWLY_OUT)
 
 
 def opt_in(

@@ -27,17 +27,17 @@ from relay.core.intents import Intent, Label
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
-from relay.engine.contacts import chat_links, optouts, unsubscribe
-from relay.engine.contacts.addresses import Address
+from relay.engine.contacts import optouts, unsubscribe
+from relay.engine.contacts.addresses import Address, bind, contact_for_arrival
 from relay.engine.contacts.bounce_marks import (
     DEFAULT_SOFT_BOUNCES,
     SoftBounces,
     record_bounce,
 )
-from relay.engine.contacts.optouts import opt_out, opted_out_in
+from relay.engine.contacts.optouts import opt_out
 from relay.engine.conversation import events, fallback, transitions
 from relay.engine.inbound import quarantine, receipt_order
-from relay.store import arrivals, claims, funnel, queries
+from relay.store import arrivals, claims, funnel, on_commit, queries
 from relay.store.models import Contact, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -147,7 +147,7 @@ def ingest(
     for rejected in incoming.rejected:
         quarantine.record(session, channel, rejected, now)
         report.rejected += 1
-    report.opted_out = opted_out_in(session)
+    report.opted_out = on_commit.collected(session, optouts.NEWLY_OUT)
     return report
 
 
@@ -161,7 +161,7 @@ def _take(
     report: IngestReport,
 ) -> None:
     """Store one inbound item (or bind a chat, or keep aside an unusable sender)."""
-    if chat_links.bind(session, channel, item, now, resolve):
+    if bind(session, channel, item, now, resolve):
         report.bound += 1
         return
     try:
@@ -200,7 +200,7 @@ def store_arrival(
         if stored is not None:
             _seen_again(session, stored, arrival, now, keywords)
             return None
-    person = chat_links.contact_for_arrival(session, arrival.channel, arrival.address, now)
+    person = contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
     body, note = quarantine.bounded(arrival.text)
     instance, late = _route(session, person, arrival.references)
@@ -279,11 +279,11 @@ def _apply_meaning(
         if instance is not None and arrival.resume_at is not None and arrival.resume_at > now:
             _pause_until(session, instance, arrival.resume_at, now)
         return
-    if optouts.has_opted_out(session, person, kind) and is_opt_in(message.body, keywords.opt_in):
+    if is_opt_in(message.body, keywords.opt_in) and optouts.has_opted_out(session, person, kind):
         _processed(message, now)
         optouts.opt_back_in(session, person, kind, now)
         return
-    if instance is not None:
+    if instance is not None and instance.ladder:
         fallback.after_reply(session, instance, arrival.channel, now)  # answered where they wrote
     if instance is not None and State(instance.state) in TAKES_REPLIES:
         transitions.apply_event(session, instance, Event.CONTACT_REPLIES, now=now, actor="contact")

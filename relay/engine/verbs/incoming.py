@@ -12,7 +12,7 @@ from relay.core.errors import InvalidInput
 from relay.engine.contacts.addresses import address_for
 from relay.engine.runtime import Runtime
 from relay.engine.views.instances import MessageView
-from relay.store import arrivals
+from relay.store import arrivals, on_commit
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +45,7 @@ def receive(
     :data:`~relay.engine.inbound.quarantine.MAX_INBOUND` it is cut, with a note on the row.
     """
     from relay.engine.contacts import settling
-    from relay.engine.contacts.optouts import opted_out_in
+    from relay.engine.contacts.optouts import NEWLY_OUT
     from relay.engine.inbound import ingest as inbound
 
     address = address_for(rt, contact)
@@ -64,7 +64,8 @@ def receive(
             assert provider_message_id is not None
             message = arrivals.inbound_by_provider_id(session, channel, provider_message_id)
             assert message is not None
-        view, opted_out = MessageView.build(message, address.value), opted_out_in(session)
+        view = MessageView.build(message, address.value)
+        opted_out = on_commit.collected(session, NEWLY_OUT)
     # Committed: a STOP is acknowledged once the sends under way have settled.
     if opted_out:
         settling.settle_all(rt.store, opted_out, rt.now)
