@@ -2,7 +2,8 @@
 
 Whatever state the contact's instance is in, the message is committed the
 moment it arrives, whatever it holds (long text is cut with a note, a sender
-that is no address is kept aside). A message the instance cannot take yet
+that is no address is kept aside, and what cannot be stored is kept aside as a
+rejected arrival with the reason: the last section). A message the instance cannot take yet
 (paused, waiting for a human, mid-follow-up) stays ``received`` and is
 answered when the state allows (``transitions.apply_event`` re-checks on
 entering WAITING_FOR_REPLY). One that arrives after its conversation ended is
@@ -11,21 +12,24 @@ kept on that conversation, marked late, and shown by ``show`` and ``status``.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
-from relay.channels.base import Inbound, Incoming, Receipt
+from relay.channels.base import Inbound, Incoming, Receipt, Rejected
 from relay.core import optout_scope
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.intents import Intent, Label
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
+from relay.core.storable import storable, storable_or_none
 from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
 from relay.engine.contacts import optouts, unsubscribe
 from relay.engine.contacts.addresses import Address, bind, contact_for_arrival
@@ -36,11 +40,21 @@ from relay.engine.contacts.bounce_marks import (
 )
 from relay.engine.contacts.optouts import opt_out
 from relay.engine.conversation import events, fallback, transitions
-from relay.engine.inbound import quarantine, receipt_order
-from relay.store import arrivals, claims, funnel, on_commit, queries
-from relay.store.models import Contact, Instance, Message
+from relay.engine.inbound import receipt_order
+from relay.store import arrivals, claims, failures, funnel, on_commit, queries
+from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
+
+#: Inbound text longer than this is cut (and the cut noted on the row): an email
+#: with its whole quoted history can be long, but never needs to be unbounded.
+MAX_INBOUND = 100_000
+#: ``messages.provider_message_id`` is a VARCHAR(255).
+MAX_PROVIDER_ID = 255
+MAX_SENDER = 1000
+MAX_REJECTED = 1_100_000
+
+T = TypeVar("T")
 
 
 Words = str | Sequence[str]
@@ -127,25 +141,23 @@ def ingest(
     """Store everything a channel brought in, in the caller's one transaction.
 
     ``careful``: each item in a savepoint, one that cannot be stored kept aside
-    as rejected (:mod:`relay.engine.inbound.quarantine`), so it never holds back the rest.
+    as rejected (see "No poison pill" below), so it never holds back the rest.
     """
     report = IngestReport()
-    for item in map(quarantine.clean, incoming.messages):
+    for item in map(_clean, incoming.messages):
         take = partial(_take, session, channel, item, now, resolve, keywords, report)
-        _, ok = quarantine.isolated(
-            session, take, partial(quarantine.of_inbound, item), careful, channel, now
-        )
+        _, ok = _isolated(session, take, partial(_of_inbound, item), careful, channel, now)
         report.rejected += 0 if ok else 1
-    for receipt in map(quarantine.clean_receipt, incoming.receipts):
+    for receipt in map(_clean_receipt, incoming.receipts):
         apply = partial(apply_receipt, session, channel, receipt, now, bounces=bounces)
-        applied, ok = quarantine.isolated(
-            session, apply, partial(quarantine.of_receipt, receipt), careful, channel, now
+        applied, ok = _isolated(
+            session, apply, partial(_of_receipt, receipt), careful, channel, now
         )
         report.receipts += 1 if applied else 0
         report.unmatched_receipts += 1 if ok and not applied else 0
         report.rejected += 0 if ok else 1
     for rejected in incoming.rejected:
-        quarantine.record(session, channel, rejected, now)
+        _keep_aside(session, channel, rejected, now)
         report.rejected += 1
     report.opted_out = on_commit.collected(session, optouts.NEWLY_OUT)
     return report
@@ -167,7 +179,7 @@ def _take(
     try:
         address = resolve(item.sender)
     except InvalidInput as exc:
-        quarantine.reject_sender(session, channel, item, exc.message, now)
+        _reject_sender(session, channel, item, exc.message, now)
         report.rejected += 1
         return
     arrival = Arrival(
@@ -202,7 +214,7 @@ def store_arrival(
             return None
     person = contact_for_arrival(session, arrival.channel, arrival.address, now)
     person.last_inbound_at = now
-    body, note = quarantine.bounded(arrival.text)
+    body, note = _bounded(arrival.text)
     instance, late = _route(session, person, arrival.references)
     message = Message(
         instance_id=instance.id if instance else None,
@@ -382,3 +394,137 @@ def apply_receipt(
 def _processed(message: Message, now: datetime) -> None:
     message.status = MessageStatus.PROCESSED.value
     message.processed_at = now
+
+
+# -- No poison pill: what cannot be stored is kept aside ----------------------------------
+#
+# Everything an arrival carries is made storable first (:mod:`relay.core.storable`:
+# no NUL, no lone surrogate, a provider id a column holds), so the usual case stores
+# in one transaction. Should storing still fail for a reason that is about the data
+# (not the database being away), :func:`relay.engine.verbs.incoming.ingest` stores the
+# batch again item by item (``careful``), each in a savepoint: an item that fails again
+# is recorded as a rejected arrival (``relay inbox --kind rejected``) with the reason, in
+# the same transaction that moves the channel's position past it, and the items after it
+# are stored as usual.
+
+
+def provider_id(value: str | None) -> str | None:
+    """A provider id a column holds: cleaned, and a long one cut with a digest of the
+    whole (so that two long ids never become one)."""
+    if value is None:
+        return None
+    value = storable(value)
+    if len(value) <= MAX_PROVIDER_ID:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:32]
+    return f"{value[: MAX_PROVIDER_ID - 34]}#{digest}"
+
+
+def _clean(item: Inbound) -> Inbound:
+    """``item`` with every text a column can hold (the raw message kept as it came)."""
+    return replace(
+        item,
+        sender=storable(item.sender),
+        text=storable(item.text),
+        provider_message_id=provider_id(item.provider_message_id),
+        references=tuple(r for r in (provider_id(r) for r in item.references) if r),
+        raw=storable_or_none(item.raw),
+        bind_token=storable_or_none(item.bind_token),
+    )
+
+
+def _clean_receipt(receipt: Receipt) -> Receipt:
+    return replace(
+        receipt,
+        provider_message_id=provider_id(receipt.provider_message_id) or "",
+        error=storable_or_none(receipt.error),
+    )
+
+
+def _keep_aside(session: Session, channel: str, item: Rejected, now: datetime) -> None:
+    """Keep ``item`` aside as a rejected arrival, with its reason."""
+    session.add(
+        InboundReject(
+            channel=channel,
+            sender=storable(item.sender)[:MAX_SENDER] or "unknown",
+            body=storable(item.raw)[:MAX_REJECTED],
+            provider_message_id=provider_id(item.provider_message_id),
+            error=storable(item.reason)[:2000],
+            created_at=now,
+        )
+    )
+    log.warning("inbound on %s kept aside: %s", channel, item.reason)
+
+
+def _of_inbound(item: Inbound, exc: BaseException) -> Rejected:
+    return Rejected(
+        reason=f"could not be stored: {failures.kind(exc)}: {_short(exc)}",
+        raw=item.raw or item.text,
+        sender=item.sender,
+        provider_message_id=item.provider_message_id,
+    )
+
+
+def _of_receipt(receipt: Receipt, exc: BaseException) -> Rejected:
+    return Rejected(
+        reason=f"receipt ({receipt.status}) could not be stored: {failures.kind(exc)}: "
+        f"{_short(exc)}",
+        raw=repr(receipt),
+        provider_message_id=receipt.provider_message_id,
+    )
+
+
+def _isolated(
+    session: Session,
+    step: Callable[[], T],
+    rejected: Callable[[BaseException], Rejected],
+    careful: bool,
+    channel: str,
+    now: datetime,
+) -> tuple[T | None, bool]:
+    """Run ``step``: (its result, True). ``careful``: in a savepoint, and when it
+    fails for a reason that is about the data, (None, False) with the item kept
+    aside; an outage or a lock is raised (nothing is kept aside for it)."""
+    if not careful:
+        return step(), True
+    try:
+        with session.begin_nested():
+            return step(), True
+    except Exception as exc:
+        if failures.is_transient(exc):
+            raise
+        _keep_aside(session, channel, rejected(exc), now)
+        return None, False
+
+
+def _reject_sender(
+    session: Session, channel: str, item: Inbound, error: str, now: datetime
+) -> None:
+    """A sender that is no address cannot become a contact: kept aside, logged, counted."""
+    body, _ = _bounded(item.text)
+    session.add(
+        InboundReject(
+            channel=channel,
+            sender=item.sender[:1000],
+            body=body,
+            provider_message_id=item.provider_message_id,
+            error=error,
+            created_at=now,
+        )
+    )
+    log.warning("inbound on %s from an unusable sender kept aside: %s", channel, error)
+
+
+def _bounded(text: str) -> tuple[str, str | None]:
+    """The text a row can hold (PostgreSQL text cannot hold NUL) and what was done to it."""
+    body = (text or "").replace("\x00", "")
+    if len(body) > MAX_INBOUND:
+        return body[:MAX_INBOUND], f"truncated from {len(body)} characters"
+    if not body.strip():
+        return body, "empty message"
+    return body, None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    return text[:300] or type(exc).__name__

@@ -42,7 +42,7 @@ def receive(
     A message a channel delivers twice (same ``provider_message_id`` on the
     same channel) is recorded once; the second call returns the first row.
     The text is taken as a channel takes it: longer than
-    :data:`~relay.engine.inbound.quarantine.MAX_INBOUND` it is cut, with a note on the row.
+    :data:`~relay.engine.inbound.ingest.MAX_INBOUND` it is cut, with a note on the row.
     """
     from relay.engine.contacts import settling
     from relay.engine.contacts.optouts import NEWLY_OUT

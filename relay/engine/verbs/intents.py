@@ -32,7 +32,6 @@ from relay.channels.base import Inbound, Incoming
 from relay.core.intents import RULES_OPT_OUT, Intent
 from relay.core.values import InboundKind
 from relay.engine.inbound import ingest as inbound
-from relay.engine.inbound.quarantine import provider_id
 from relay.store import arrivals
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ def _with(item: Inbound, intent: Intent | None) -> Inbound:
 def _stored(rt: Runtime, channel: str, items: Sequence[Inbound]) -> frozenset[str]:
     """The provider ids among ``items`` stored already (a poll read again): not asked twice."""
     replies = (item for item in items if item.kind == InboundKind.MESSAGE)
-    ids = {pid for item in replies if (pid := provider_id(item.provider_message_id))}
+    ids = {pid for item in replies if (pid := inbound.provider_id(item.provider_message_id))}
     if not ids:
         return frozenset()
     with rt.store.read_transaction() as session:
@@ -109,7 +108,7 @@ class _Labeller:
         """The rules' label (an opt-out), None for no label, or :data:`ASK`."""
         if item.kind != InboundKind.MESSAGE or item.bind_token or not item.text.strip():
             return None  # not a reply (auto-replies, bounces, complaints keep their kind)
-        if provider_id(item.provider_message_id) in self.stored:
+        if inbound.provider_id(item.provider_message_id) in self.stored:
             return None
         if inbound.opts_out(item.kind, item.text, self.words):
             return RULES_OPT_OUT
