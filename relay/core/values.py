@@ -1,4 +1,5 @@
-"""Plain domain values shared by every layer: todo statuses, message kinds, scopes.
+"""Plain domain values shared by every layer: todo statuses, message kinds, event
+kinds, scopes.
 
 These are frozen and free of any database or framework type, so agents and
 channels (which must not see the store) can be written against them.
@@ -107,6 +108,27 @@ class DeliveryStatus(StrEnum):
     @property
     def failed(self) -> bool:
         return self in (DeliveryStatus.UNDELIVERED, DeliveryStatus.FAILED, DeliveryStatus.BOUNCED)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class EventKind(StrEnum):
+    """The kind of a row in the event log (``relay events``; the record is written
+    by :mod:`relay.engine.conversation.transitions`)."""
+
+    STATE = "state.changed"
+    QUEUED = "message.queued"
+    RECEIVED = "message.received"
+    SENT = "message.sent"
+    FAILED = "message.failed"
+    ANSWER = "answer.recorded"
+    COMMAND = "command"
+    #: A draft written, approved or rejected (``data.action``).
+    DRAFT = "draft"
+    #: A conversation with a channel ladder moved to another channel (``data.from``,
+    #: ``data.to``, ``data.reason``: see relay.engine.conversation.fallback).
+    CHANNEL = "channel.changed"
 
     def __str__(self) -> str:
         return self.value

@@ -1,5 +1,5 @@
 """Writing the event log (the one record of what happened, state changes included:
-:mod:`relay.engine.conversation.events`): rows collected during a transaction,
+:mod:`relay.engine.conversation.transitions`): rows collected during a transaction,
 inserted at its commit.
 
 :func:`add` only appends to the session; just before the transaction commits,

@@ -8,7 +8,7 @@ its addresses.
 ``relay contact export`` reads them (:func:`person_rows`); ``relay contact
 erase`` deletes the same rows in one transaction (:func:`delete_person`).
 
-Events carry no message text (:mod:`relay.engine.conversation.events`); those
+Events carry no message text (:mod:`relay.engine.conversation.transitions`); those
 without a conversation (a contact-level command, a message that matched none)
 are found by the message ids and addresses in their data, read in Python: the
 JSON column has no portable "contains" across SQLite and PostgreSQL.

@@ -256,7 +256,7 @@ events = Table(
     "events",
     metadata,
     Column("id", BIG_ID, primary_key=True),
-    # relay.engine.conversation.events.Kind; ``state.logged`` is a state change
+    # relay.core.values.EventKind; ``state.logged`` is a state change
     # that ``relay events`` does not list (a bulk import's, or one from before 0004).
     Column("kind", String(32), nullable=False),
     # No foreign key: the log outlives what it mentions (a contact-level command

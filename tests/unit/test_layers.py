@@ -99,6 +99,8 @@ MAX_FUNCTION_LINES = 50
 LONG_MODULES = {
     "engine/contacts/addresses.py": "the contact book: an address normalised, the contact it"
     " names found or created, its other addresses and the chats bound to it",
+    "engine/conversation/transitions.py": "a state change and its one row in the record (the"
+    " logs were merged, issue 31), with the other events of that record",
     "engine/inbound/ingest.py": "taking an arrival in: cleaned, stored, routed to its"
     " conversation, its meaning applied (reply, STOP, receipt), or kept aside with the reason",
 }

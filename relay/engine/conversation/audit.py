@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from relay.core.secrets import is_secret_key
+from relay.core.values import EventKind
 
 #: The actor of a command an operator ran (the person is
 #: :func:`relay.engine.runtime.os_user` or ``--actor``).
@@ -39,6 +40,6 @@ def record(
     data = {"command": command, "args": kept}
     # Imported here: the event log (and its models) is the write side; a read
     # command that only asks for OPERATOR loads none of it.
-    from relay.engine.conversation import events
+    from relay.engine.conversation import transitions
 
-    events.record(session, events.Kind.COMMAND, instance_id, data, now, actor=actor)
+    transitions.record(session, EventKind.COMMAND, instance_id, data, now, actor=actor)

@@ -24,7 +24,8 @@ from sqlalchemy.orm import Session
 
 from relay.core import ladder
 from relay.core.states import LADDER_STATES, State
-from relay.engine.conversation import events
+from relay.core.values import EventKind
+from relay.engine.conversation import transitions
 from relay.store import commit_log, contact_addresses, ladder_rows
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message
@@ -149,5 +150,5 @@ def _move(
     instance.updated_at = now
     ladder_rows.move_queued(session, instance.id, old, rung.channel)
     data = {"from": old, "to": rung.channel, "reason": reason}
-    events.record(session, events.Kind.CHANNEL, instance.id, data, now, actor=actor)
+    transitions.record(session, EventKind.CHANNEL, instance.id, data, now, actor=actor)
     return old

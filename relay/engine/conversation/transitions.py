@@ -4,14 +4,16 @@
 invariant that hangs on a state change in the same transaction: the prior
 state of a pause, the contact slot, the heartbeat countdown (pending only in
 WAITING_FOR_REPLY; a pause keeps the time left), the change's one row in the
-record (:func:`relay.engine.conversation.events.record_change`), and FIFO
-promotion of the next queued instance when one ends.
+record (:func:`record_change`, in the last section with the other events of the
+log), and FIFO promotion of the next queued instance when one ends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy.orm import Session
@@ -31,10 +33,14 @@ from relay.core.states import (
     leaving,
     next_state,
 )
-from relay.engine.conversation import events
-from relay.store import claims, funnel, locked_rows, queries
+from relay.core.values import EventKind, MessageStatus
+from relay.store import claims, commit_log, funnel, locked_rows, queries
+from relay.store import events as store_events
+from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import InstanceFields
-from relay.store.models import Instance
+from relay.store.models import Instance, Message
+
+log = logging.getLogger("relay.state")
 
 SYSTEM = "relay"
 
@@ -70,7 +76,7 @@ def apply_event(
     _move(session, instance, current, target, event, now)
     _keep_funnel_facts(session, instance, event, target, reason)
     _end(instance, target, event, reason, now)
-    events.record_change(session, instance.id, (current, target, event), actor, reason, now)
+    record_change(session, instance.id, (current, target, event), actor, reason, now)
     _update_slot(session, instance, now)
     takes_reply = Effect.TAKE_WAITING_REPLY in entering(target)
     if replies_waiting is None and takes_reply:
@@ -168,7 +174,7 @@ def fire_waiting(
     locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
     step = (current, target, event)
     for instance_id, _, reason in waiting:
-        events.record_change(session, instance_id, step, actor, reason, now)
+        record_change(session, instance_id, step, actor, reason, now)
     return [(instance_id, version + 1) for instance_id, version, _ in waiting]
 
 
@@ -298,3 +304,154 @@ def promote_next(
         reason=reason,
     )
     return waiting
+
+
+# -- The record: each change's one row, and the other events ------------------------------
+#
+# The event log a program follows (``relay events``, ``relay wait``), in commit order,
+# each row with a stable cursor (its id); a state change's row is also what ``relay
+# history`` lists (issue 31: one row per change, where there were a transition-log row
+# and an event). The few places that change state call :func:`record` (a state change:
+# :func:`record_change`) in the transaction that changes it; the rows are inserted with
+# one statement when that transaction commits (see :mod:`relay.store.events`). Message
+# bodies are not copied into events: a program reads them with ``relay transcript``;
+# events carry message ids.
+
+
+def record(
+    session: Session,
+    kind: EventKind,
+    instance_id: str | None,
+    data: dict[str, Any],
+    now: datetime,
+    *,
+    actor: str | None = None,
+) -> None:
+    """Add one event to the session's transaction (inserted at its commit)."""
+    store_events.add(
+        session,
+        {
+            "kind": kind.value,
+            "instance_id": instance_id,
+            "actor": actor,
+            "data": data,
+            "created_at": now,
+            **store_events.NO_CHANGE,
+        },
+    )
+
+
+def record_change(
+    session: Session,
+    instance_id: str,
+    step: tuple[State, State, Event],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> None:
+    """A state change (from, to, event): its one row, in ``relay events`` and ``relay
+    history`` alike, and its log lines (written with the transaction)."""
+    current, target, event = step
+    _change(session, instance_id, (current.value, target.value, event.value), actor, reason, now)
+    # The reason may quote the contact (an opt-out, an agent's words): DEBUG only.
+    commit_log.info(
+        session,
+        log,
+        "instance %s: %s -> %s (%s by %s)",
+        instance_id,
+        current.value,
+        target.value,
+        event.value,
+        actor,
+        instance_id=instance_id,
+    )
+    commit_log.debug(
+        session, log, "instance %s: reason: %s", instance_id, reason or "-", instance_id=instance_id
+    )
+
+
+def record_creation(
+    session: Session, instance_id: str, state: str, now: datetime, actor: str
+) -> None:
+    """A conversation's first row: ``start`` into its first state."""
+    _change(session, instance_id, (None, state, CREATION), actor, None, now)
+
+
+#: The ``event`` of a conversation's first row.
+CREATION = "start"
+
+
+def creation_rows(
+    instance_id: str,
+    steps: list[tuple[str | None, str, str, str | None]],
+    actor: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The rows of a bulk import's creations, (from, to, event, reason) each, for one
+    insert with the batch (:mod:`relay.store.bulk_inserts`)."""
+    return [
+        _change_row(instance_id, (before, after, event), actor, reason, now)
+        for before, after, event, reason in steps
+    ]
+
+
+def _change(
+    session: Session,
+    instance_id: str,
+    step: tuple[str | None, str, str],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> None:
+    store_events.add(session, _change_row(instance_id, step, actor, reason, now))
+
+
+def _change_row(
+    instance_id: str,
+    step: tuple[str | None, str, str],
+    actor: str,
+    reason: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """A state change's row: its own columns, no ``data`` (``relay events`` makes it)."""
+    return {
+        "kind": EventKind.STATE.value,
+        "instance_id": instance_id,
+        "actor": actor,
+        "data": None,
+        "created_at": now,
+        "from_state": step[0],
+        "to_state": step[1],
+        "event": step[2],
+        "reason": reason,
+    }
+
+
+def record_outbound(
+    session: Session, rows: Iterable[dict[str, Any]], now: datetime
+) -> dict[str, int]:
+    """``message.queued`` for outbox rows a batch inserted with one statement (they
+    have no ids in hand: found by their idempotency keys, one indexed query); the
+    ids by key."""
+    keys = {row["idempotency_key"]: row for row in rows}
+    if not keys:
+        return {}
+    # By id, in C: sorting the Rows themselves compares them in Python (5 ms a batch of 500).
+    found = sorted(outbox_rows.ids_by_key(session, keys), key=itemgetter(0))
+    for message_id, key in found:
+        row = keys[key]
+        data = _queued(message_id, row)
+        if row["status"] == MessageStatus.DRAFT.value:
+            record(session, EventKind.DRAFT, row["instance_id"], {**data, "action": "written"}, now)
+        else:
+            record(session, EventKind.QUEUED, row["instance_id"], data, now)
+    return {key: message_id for message_id, key in found}
+
+
+def record_queued(session: Session, message: Message, now: datetime) -> None:
+    data = _queued(message.id, {"author": message.author, "channel": message.channel})
+    record(session, EventKind.QUEUED, message.instance_id, data, now)
+
+
+def _queued(message_id: int, row: dict[str, Any]) -> dict[str, Any]:
+    return {"message_id": message_id, "author": row.get("author"), "channel": row.get("channel")}

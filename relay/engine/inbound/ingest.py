@@ -30,7 +30,14 @@ from relay.core.intents import Intent, Label
 from relay.core.optout import OPT_IN_WORDS, OPT_OUT_WORDS, is_opt_in, is_opt_out
 from relay.core.states import PAUSED_STATE, TAKES_REPLIES, Event, State
 from relay.core.storable import storable, storable_or_none
-from relay.core.values import Author, DeliveryStatus, Direction, InboundKind, MessageStatus
+from relay.core.values import (
+    Author,
+    DeliveryStatus,
+    Direction,
+    EventKind,
+    InboundKind,
+    MessageStatus,
+)
 from relay.engine.contacts import optouts, unsubscribe
 from relay.engine.contacts.addresses import Address, bind, contact_for_arrival
 from relay.engine.contacts.bounce_marks import (
@@ -39,7 +46,7 @@ from relay.engine.contacts.bounce_marks import (
     record_bounce,
 )
 from relay.engine.contacts.optouts import opt_out
-from relay.engine.conversation import events, fallback, transitions
+from relay.engine.conversation import fallback, transitions
 from relay.engine.inbound import receipt_order
 from relay.store import arrivals, claims, failures, funnel, on_commit, queries
 from relay.store.models import Contact, InboundReject, Instance, Message
@@ -239,7 +246,7 @@ def store_arrival(
         funnel.note_reply(instance, now)
     session.flush()
     data = {"message_id": message.id, "channel": message.channel, "kind": message.kind}
-    events.record(session, events.Kind.RECEIVED, message.instance_id, data, now)
+    transitions.record(session, EventKind.RECEIVED, message.instance_id, data, now)
     # A late message still opts the contact out or in; it starts nothing.
     _apply_meaning(session, person, message, None if late else instance, arrival, now, keywords)
     if late and message.status == MessageStatus.RECEIVED.value:

@@ -21,7 +21,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound, batch_sender
-from relay.engine.conversation import events
+from relay.core.values import EventKind
+from relay.engine.conversation import transitions
 from relay.engine.outbox import outcomes as delivery_outcomes
 from relay.engine.outbox.doubts import Doubt, Doubts, confirm, leased
 from relay.engine.outbox.outcomes import DeliveryReport, Failure, Retries
@@ -361,7 +362,9 @@ class Dispatcher:
             funnel.record_first_deliveries(session, self.screen.first_deliveries(delivered))
             for done in sent:
                 data = {"message_id": done.outbound.message_id, "channel": done.channel}
-                events.record(session, events.Kind.SENT, done.outbound.instance_id, data, done.at)
+                transitions.record(
+                    session, EventKind.SENT, done.outbound.instance_id, data, done.at
+                )
                 commit_log.info(
                     session,
                     log,

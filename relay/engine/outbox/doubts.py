@@ -31,7 +31,8 @@ from sqlalchemy.orm import Session
 
 from relay.channels.base import Outbound
 from relay.channels.fate import Fate, Reconciled, reconcile, resend_safe
-from relay.engine.conversation import events
+from relay.core.values import EventKind
+from relay.engine.conversation import transitions
 from relay.engine.outbox import screen
 from relay.engine.outbox.outcomes import DeliveryReport
 from relay.engine.runtime import Channels, Runtime
@@ -147,7 +148,7 @@ class Doubts:
                 pid = answer.provider_id or message.provider_message_id or ""
                 outbox_rows.record_sent(session, [(message.id, pid, now)])
                 data = {"message_id": message.id, "channel": doubt.channel, "reconciled": True}
-                events.record(session, events.Kind.SENT, message.instance_id, data, now)
+                transitions.record(session, EventKind.SENT, message.instance_id, data, now)
                 if message.instance_id:  # a no-op unless it was the conversation's first
                     funnel.record_first_deliveries(session, {message.instance_id: now})
                 commit_log.info(session, log, "message %s to %s: %s has it, not sent again", *ids)

@@ -25,9 +25,9 @@ from sqlalchemy.orm import Session
 from relay.channels.base import ChannelError
 from relay.core.errors import RelayError
 from relay.core.secrets import mask_text
-from relay.core.values import Author, Direction, MessageStatus
+from relay.core.values import Author, Direction, EventKind, MessageStatus
 from relay.engine.contacts import optouts
-from relay.engine.conversation import events, fallback, transitions
+from relay.engine.conversation import fallback, transitions
 from relay.store import claims, locked_rows
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import InstanceFields
@@ -205,7 +205,7 @@ def _give_up(
     message.next_attempt_at = None
     report.failed += 1
     data = {"message_id": message.id, "error": error, "attempts": message.attempts}
-    events.record(session, events.Kind.FAILED, message.instance_id, data, now)
+    transitions.record(session, EventKind.FAILED, message.instance_id, data, now)
     log.error(
         "message %s failed after %s attempt(s): %s",
         message.id,

@@ -39,8 +39,8 @@ from relay.core.turns import (
     TurnPlan,
     validate_actions,
 )
-from relay.core.values import Scope, split_scoped_key
-from relay.engine.conversation import events
+from relay.core.values import EventKind, Scope, split_scoped_key
+from relay.engine.conversation import transitions
 from relay.store import state_entries
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import StateEntry, Todo
@@ -201,7 +201,7 @@ def apply(
             "answer": answer.value,
             "message_id": answer.message_id,
         }
-        events.record(session, events.Kind.ANSWER, instance.id, data, now, actor="agent")
+        transitions.record(session, EventKind.ANSWER, instance.id, data, now, actor="agent")
 
 
 # -- scoped state ------------------------------------------------------------------------

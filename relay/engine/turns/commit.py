@@ -24,7 +24,7 @@ from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, MessageStatus
 from relay.engine.contacts.optouts import opt_out as record_opt_out
-from relay.engine.conversation import events, transitions
+from relay.engine.conversation import transitions
 from relay.engine.outbox.outcomes import REJECTED_KEY, as_draft, outbound_row
 from relay.engine.turns import answers
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries
@@ -124,7 +124,7 @@ class TurnCommitter:
             return None
         leased = self.outbox.lease_new(session, rows) if self.outbox is not None else []
         outbox_rows.insert_outbox(session, rows)
-        ids = events.record_outbound(session, rows, self.relay.now())
+        ids = transitions.record_outbound(session, rows, self.relay.now())
         if not leased or self.outbox is None:
             return None
         return self.outbox.screen_new(session, leased, ids)

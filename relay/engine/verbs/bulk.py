@@ -19,7 +19,7 @@ from relay.core.errors import RelayError
 from relay.core.states import INITIAL, Event, State, next_state
 from relay.core.values import TodoStatus
 from relay.engine.contacts.addresses import kind_of
-from relay.engine.conversation import events
+from relay.engine.conversation import transitions
 from relay.engine.verbs.ladders import give_addresses
 from relay.engine.verbs.new_conversation import merge_contact_fields
 from relay.store import bulk_inserts, reads
@@ -164,9 +164,9 @@ def _todo_rows(spec: NewConversation, iid: str, now: datetime) -> list[dict[str,
 def _creation_rows(iid: str, state: State, actor: str, now: datetime) -> list[dict[str, Any]]:
     """The record of a creation: start, and the move to QUEUED behind a live conversation."""
     steps: list[tuple[str | None, str, str, str | None]] = [
-        (None, INITIAL.value, events.CREATION, None)
+        (None, INITIAL.value, transitions.CREATION, None)
     ]
     if state is not INITIAL:
         queued = Event.CONTACT_HAS_ACTIVE_INSTANCE.value
         steps.append((INITIAL.value, state.value, queued, QUEUED_REASON))
-    return events.creation_rows(iid, steps, actor, now)
+    return transitions.creation_rows(iid, steps, actor, now)

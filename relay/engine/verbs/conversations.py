@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput, Refused
 from relay.core.states import HEARTBEAT_STATES, NEEDS_PERSON, TERMINAL, Event, State, holds_slot
-from relay.core.values import Author, MessageStatus
+from relay.core.values import Author, EventKind, MessageStatus
 from relay.engine.contacts.addresses import normalise
 from relay.engine.conversation import audit, forecast
 from relay.engine.conversation.audit import OPERATOR
@@ -81,10 +81,9 @@ def history(rt: Runtime, instance_id: str, *, commands: bool = False) -> list[Tr
         rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
     if not commands:
         return rows
-    from relay.engine.conversation import events as event_log
     from relay.engine.verbs.program import read_events
 
-    audited = read_events(rt, instance_ids=[instance.id], kinds=[event_log.Kind.COMMAND.value])
+    audited = read_events(rt, instance_ids=[instance.id], kinds=[EventKind.COMMAND.value])
     rows += [TransitionView.command(event) for event in audited]
     # Stable: a command and the state change it caused share a time; the
     # command is listed first.
@@ -164,7 +163,6 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
     """Queue an operator message; from NEEDS_HUMAN_INTERVENTION it moves the
     instance on (manual_send, then message_sent: the operator's message is
     the turn, so the conversation waits for the contact's reply)."""
-    from relay.engine.conversation import events as event_log
     from relay.engine.conversation import transitions
     from relay.engine.outbox.outcomes import queue_outbound
     from relay.engine.verbs.new_conversation import clean_text
@@ -185,7 +183,7 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
             )
         now = rt.now()
         message = queue_outbound(session, instance, body, Author.OPERATOR, now)
-        event_log.record_queued(session, message, now)
+        transitions.record_queued(session, message, now)
         if actor == OPERATOR:
             args = {"message_id": message.id, "length": len(body)}
             audit.record(session, "send", instance.id, args, now, actor=rt.who())

@@ -33,8 +33,8 @@ from relay.core.approval import after_approval
 from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import HEARTBEAT_STATE, TRANSITIONS, Event, State
-from relay.core.values import Author, MessageStatus
-from relay.engine.conversation import audit, events
+from relay.core.values import Author, EventKind, MessageStatus
+from relay.engine.conversation import audit, transitions
 from relay.engine.outbox.outcomes import REJECTED_KEY, queue_outbound
 from relay.engine.turns import answers
 from relay.engine.views.instances import MessageView
@@ -119,9 +119,9 @@ def approve(relay: Runtime, message_id: int, *, actor: str, text: str | None = N
             out = draft
             out.status = MessageStatus.QUEUED.value
             out.next_attempt_at = now
-        events.record_queued(session, out, now)
+        transitions.record_queued(session, out, now)
         data = {"message_id": draft.id, "action": "approved", "sent_as": out.id, "edited": edited}
-        events.record(session, events.Kind.DRAFT, instance.id, data, now, actor=actor)
+        transitions.record(session, EventKind.DRAFT, instance.id, data, now, actor=actor)
         args = {"message_id": draft.id, "sent_as": out.id, "edited": edited}
         audit.record(session, "approve", instance.id, args, now, actor=actor)
         instance.approval = after_approval(instance.approval)
@@ -131,7 +131,6 @@ def approve(relay: Runtime, message_id: int, *, actor: str, text: str | None = N
 
 def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> MessageView:
     """Discard the draft; the agent's next turn reads ``reason`` and writes anew."""
-    from relay.engine.conversation import transitions
     from relay.engine.verbs.new_conversation import clean_text
 
     why = clean_text(reason, "reason")
@@ -143,7 +142,7 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
         rejected = {"message_id": draft.id, "text": draft.body, "reason": why}
         answers.store_state(session, instance, REJECTED_KEY, rejected, now)
         data = {"message_id": draft.id, "action": "rejected", "reason": why}
-        events.record(session, events.Kind.DRAFT, instance.id, data, now, actor=actor)
+        transitions.record(session, EventKind.DRAFT, instance.id, data, now, actor=actor)
         audit.record(session, "reject", instance.id, {"message_id": draft.id}, now, actor=actor)
         _one_less(instance, None)
         if (

@@ -199,7 +199,7 @@ def create(
             f"contact {spec.address} is undeliverable ({person.undeliverable_reason}); "
             "`relay contact deliverable` clears it once the address is fixed"
         )
-    from relay.engine.conversation import events
+    from relay.engine.conversation import transitions
     from relay.store.models import Todo
 
     merge_contact_fields(person, spec, now)
@@ -218,7 +218,7 @@ def create(
         )
         for position, text in enumerate(spec.todos, start=1)
     )
-    events.record_creation(session, instance.id, instance.state, now, actor)
+    transitions.record_creation(session, instance.id, instance.state, now, actor)
     if actor == OPERATOR:
         args: dict[str, Any] = {"contact": spec.address, "channel": spec.channel}
         args["agent"] = spec.agent

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 from relay.core.states import ENDED, NEEDS_PERSON, values
-from relay.engine.conversation.events import Kind
+from relay.core.values import EventKind
 from relay.engine.verbs.conversations import get
 from relay.engine.verbs.lookups import unattended_warnings
 from relay.engine.verbs.program import last_cursor, parse_cursor, read_events
@@ -203,7 +203,7 @@ def _ended(view: InstanceView) -> bool:
 
 
 def _is_reply(event: EventView) -> bool:
-    return event.kind == Kind.RECEIVED.value and event.data.get("kind", "message") == "message"
+    return event.kind == EventKind.RECEIVED.value and event.data.get("kind", "message") == "message"
 
 
 def _seconds(timeout: str | timedelta | None) -> float | None:

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from relay.core.states import Event
-from relay.engine.conversation import events, transitions
+from relay.core.values import EventKind
+from relay.engine.conversation import transitions
 from relay.engine.turns.commit import TurnCommitter
 from relay.store import claims, commit_log, queries
 from relay.testing import Harness
@@ -111,7 +112,7 @@ def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
 
 def _marked(engine: Harness, session: Session, mark: str) -> None:
     """An event and a log line, both named ``mark``, collected in ``session``."""
-    events.record(session, events.Kind.STATE, None, {"mark": mark}, engine.relay.now())
+    transitions.record(session, EventKind.STATE, None, {"mark": mark}, engine.relay.now())
     commit_log.info(session, logging.getLogger("relay.test"), "mark %s", mark)
 
 
