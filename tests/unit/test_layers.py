@@ -101,6 +101,10 @@ LONG_MODULES = {
     " names found or created, its other addresses and the chats bound to it",
     "engine/conversation/transitions.py": "a state change and its one row in the record (the"
     " logs were merged, issue 31), with the other events of that record",
+    "engine/turns/runner.py": "a turn from claim to decision: claimed, its context read,"
+    " the agent run, its answers checked before the commit",
+    "engine/turns/commit.py": "a turn's decision written back in one transaction: its state"
+    " change, messages, answers and the scoped state an agent keeps",
     "engine/inbound/ingest.py": "taking an arrival in: cleaned, stored, routed to its"
     " conversation, its meaning applied (reply, STOP, receipt), or kept aside with the reason",
 }

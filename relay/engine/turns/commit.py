@@ -12,25 +12,27 @@ before its transaction commits.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import Row
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.approval import needs_approval
 from relay.core.states import Event, State
 from relay.core.turn_endings import FollowUpCount, ending
 from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
-from relay.core.values import Author, MessageStatus
+from relay.core.values import Author, EventKind, MessageStatus, Scope, split_scoped_key
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import transitions
 from relay.engine.outbox.outcomes import REJECTED_KEY, as_draft, outbound_row
-from relay.engine.turns import answers
-from relay.store import claims, commit_log, instance_rows, locked_rows, queries
+from relay.store import claims, commit_log, instance_rows, locked_rows, queries, state_entries
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import InstanceFields
-from relay.store.models import Contact, Message, Todo
+from relay.store.models import Contact, Message, StateEntry, Todo
 
 if TYPE_CHECKING:
     from relay.engine.outbox.dispatcher import Dispatcher
@@ -52,6 +54,18 @@ class _Loaded:
     todos: dict[str, list[Todo]]
     inbound: dict[str, list[Message]]
     messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What an agent decided in a turn, and its plan (checked once, here, and
+    applied by the commit as it is)."""
+
+    actions: list[Action]
+    #: None when the actions are invalid beyond an answer to correct (``error``
+    #: says why): the commit hands the conversation to a person.
+    plan: TurnPlan | None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -84,9 +98,7 @@ class TurnCommitter:
             return None
         return instance
 
-    def commit_many(
-        self, items: list[tuple[str, int, TurnContext, answers.Decided]]
-    ) -> list[TurnOutcome]:
+    def commit_many(self, items: list[tuple[str, int, TurnContext, Decided]]) -> list[TurnOutcome]:
         """Commit several turns' results in one transaction, each turn checked and
         applied on its own locked row; should that transaction fail, they are
         committed one by one, so one bad turn cannot hold back the others."""
@@ -136,7 +148,7 @@ class TurnCommitter:
         instance_id: str,
         version: int,
         context: TurnContext,
-        decided: answers.Decided,
+        decided: Decided,
         *,
         loaded: _Loaded,
     ) -> TurnOutcome:
@@ -184,7 +196,7 @@ class TurnCommitter:
         if plan.notes:
             # The agent's next turn sees what relay could not do (place_call) in
             # its state, so it does not assume the call happened.
-            answers.store_state(session, instance, NOTES_KEY, list(plan.notes), now)
+            store_state(session, instance, NOTES_KEY, list(plan.notes), now)
         return TurnOutcome(
             instance.id,
             context.reason.value,
@@ -208,9 +220,9 @@ class TurnCommitter:
             todo: Todo = todos[todo_id]
             todo.status = status.value
             todo.updated_at = now
-        answers.apply(session, instance, todos, plan, now)
+        apply_answers(session, instance, todos, plan, now)
         for key, value in plan.state_updates:
-            answers.store_state(session, instance, key, value, now)
+            store_state(session, instance, key, value, now)
         seen = {m.id for m in context.new_messages}
         for message in loaded.inbound[instance.id]:
             if message.id in seen:
@@ -240,7 +252,7 @@ class TurnCommitter:
             instance.drafts_pending = (instance.drafts_pending or 0) + len(plan.messages)
         if context.state.get(REJECTED_KEY) is not None:
             # The turn has read why its last draft was turned down; the next one need not.
-            answers.store_state(session, instance, REJECTED_KEY, None, now)
+            store_state(session, instance, REJECTED_KEY, None, now)
 
     def _opt_out(
         self,
@@ -364,3 +376,89 @@ def _advance(
 
 def _marks_todos(actions: list[Action]) -> bool:
     return any(action.name == "mark_todo_item" for action in actions)
+
+
+# -- What an agent keeps besides its messages ---------------------------------------------
+#
+# Its structured answers to the todos (:func:`apply_answers`, once the runner checked
+# them), and its scoped key-value state (:func:`load_state`, :func:`store_state`):
+# ``app:`` keys shared by every conversation, ``contact:`` keys by every conversation
+# with one contact, bare keys owned by one instance, and ``temp:`` keys that live for
+# one turn and are never stored.
+
+
+def apply_answers(
+    session: Session,
+    instance: InstanceFields,
+    todos: Mapping[int, Todo],
+    plan: TurnPlan,
+    now: datetime,
+) -> None:
+    """Store a turn's accepted answers on their todos, each with an event."""
+    for answer in plan.answers:
+        todo = todos[answer.todo_id]
+        todo.answer = answer.value
+        todo.answer_message_id = answer.message_id
+        todo.answered_at = now
+        data = {
+            "todo_id": answer.todo_id,
+            "status": todo.status,
+            "answer": answer.value,
+            "message_id": answer.message_id,
+        }
+        transitions.record(session, EventKind.ANSWER, instance.id, data, now, actor="agent")
+
+
+def scope_id_of(instance: InstanceFields | Row[Any], scope: Scope) -> str:
+    if scope is Scope.APP:
+        return ""
+    if scope is Scope.CONTACT:
+        return str(instance.contact_id)
+    return instance.id
+
+
+def load_state(
+    session: Session, instances: Sequence[InstanceFields | Row[Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each instance's scoped state in one query: app keys, overridden by the
+    contact's, overridden by the instance's own."""
+    contacts = {scope_id_of(i, Scope.CONTACT) for i in instances}
+    owns = {scope_id_of(i, Scope.INSTANCE) for i in instances}
+    entries = state_entries.entries_for(session, contacts, owns)
+    scoped: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in entries:
+        scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
+    states = {}
+    for instance in instances:
+        state: dict[str, Any] = {}
+        for scope in (Scope.APP, Scope.CONTACT, Scope.INSTANCE):
+            state.update(scoped.get((scope.value, scope_id_of(instance, scope)), {}))
+        states[instance.id] = state
+    return states
+
+
+def store_state(
+    session: Session, instance: InstanceFields, key: str, value: Any, now: datetime
+) -> None:
+    """Upsert one scoped key; ``temp:`` keys live for the turn only and are not stored."""
+    scope, name = split_scoped_key(key)
+    if scope is Scope.TEMP:
+        return
+    scope_id = scope_id_of(instance, scope)
+    entry = state_entries.entry(session, scope.value, scope_id, name)
+    if entry is None:
+        try:
+            with session.begin_nested():
+                session.add(
+                    StateEntry(
+                        scope=scope.value, scope_id=scope_id, key=name, value=value, updated_at=now
+                    )
+                )
+                session.flush()
+            return
+        except IntegrityError:
+            # Another turn wrote the same shared key first; ours is newer.
+            entry = state_entries.entry(session, scope.value, scope_id, name)
+            assert entry is not None
+    entry.value = value
+    entry.updated_at = now

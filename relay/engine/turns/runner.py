@@ -1,7 +1,7 @@
 """Agent turns: claim, read what the agent is shown (the context, for a batch of
 claimed turns at once), run the agent outside any transaction, and commit the
 result in one transaction only if nothing changed meanwhile
-(:mod:`relay.engine.turns.commit`).
+(:mod:`relay.engine.turns.commit`), once its answers are checked (the last section).
 
 Claim and commit are separate transactions on purpose: an LLM call may take
 seconds, and holding a row lock (or SQLite's write lock) that long would stall
@@ -14,27 +14,32 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
 
 from relay.agents.base import Agent, AgentError
+from relay.core.answers import AnswerSpec
 from relay.core.clock import isoformat
-from relay.core.errors import RelayError
+from relay.core.errors import InvalidInput, RelayError
 from relay.core.turns import (
     TURN_REASONS,
     Action,
     ContextMessage,
+    ContextTodo,
+    RecordedAnswer,
+    Refusal,
     TurnContext,
+    TurnPlan,
     TurnReason,
+    validate_actions,
 )
 from relay.engine.conversation import policy
 from relay.engine.runtime import Channels, Runtime, build_agent
-from relay.engine.turns import answers
-from relay.engine.turns.commit import TurnCommitter, TurnOutcome
+from relay.engine.turns.commit import Decided, TurnCommitter, TurnOutcome, load_state
 from relay.store import claims, locked_rows, queries, turn_rows
 from relay.store.models import Message
 
@@ -67,7 +72,7 @@ def read_contexts(
         todos = queries.todo_rows_for(session, ids)
         transcripts = turn_rows.transcripts_for(session, ids, window, said_only=True)
         inbound = turn_rows.inbound_rows_for(session, ids)
-        states = answers.load_state(session, instances)
+        states = load_state(session, instances)
         now = isoformat(relay.now()) or ""
         found = {}
         for row in instances:
@@ -77,7 +82,7 @@ def read_contexts(
                 reason=reason,
                 objective=row.objective,
                 contact=row.address,
-                todos=tuple(answers.context_todo(t) for t in todos[row.id]),
+                todos=tuple(context_todo(t) for t in todos[row.id]),
                 transcript=tuple(_context_message(m) for m in transcripts[row.id]),
                 new_messages=tuple(_context_message(m) for m in inbound[row.id]),
                 state=states[row.id],
@@ -195,7 +200,7 @@ class TurnRunner:
         """
         contexts = read_contexts(self.relay, self.owner, claimed)
         outcomes: dict[int, TurnOutcome] = {}
-        ready: list[tuple[int, tuple[str, int, TurnContext, answers.Decided]]] = []
+        ready: list[tuple[int, tuple[str, int, TurnContext, Decided]]] = []
         for index, (instance_id, version) in enumerate(claimed):
             if index and should_stop():
                 claimed = claimed[:index]
@@ -230,7 +235,7 @@ class TurnRunner:
 
     def _decide(
         self, instance_id: str, version: int, context: TurnContext, agent_name: str, attempts: int
-    ) -> TurnOutcome | answers.Decided:
+    ) -> TurnOutcome | Decided:
         """The agent's actions for one turn, or its outcome if it ends before the commit."""
         held = self._hold_for_window(instance_id, version, context)
         if held is not None:
@@ -244,7 +249,7 @@ class TurnRunner:
             )
         try:
             # An answer of the wrong kind is refused back to the agent to correct.
-            return answers.until_accepted(lambda c: self._call_agent(agent_name, c), context)
+            return until_accepted(lambda c: self._call_agent(agent_name, c), context)
         except AgentError as exc:
             return self._fail(instance_id, version, context.reason, f"agent error: {exc.message}")
         except RelayError as exc:
@@ -330,3 +335,112 @@ def start_now(relay: Runtime, instance_id: str, owner: str = "cli") -> TurnOutco
     batch = relay.config.settings.daemon.batch
     Dispatcher(relay, Channels(relay), owner).deliver_due(batch, instance_id=instance_id)
     return outcome
+
+
+# -- The answers checked before the commit ------------------------------------------------
+#
+# The checks that need the turn's context or the instance's JSON Schema (the kind
+# checks themselves are pure: :mod:`relay.core.answers`). An answer relay refuses is
+# never a reason to call a person: the agent is asked again in the same turn with the
+# refusals in ``context.refused`` (up to :data:`ASK_AGAIN` times); if it still gets one
+# wrong, the rest of its turn is applied, that todo is left as it was, and the refusal
+# is kept in the instance's state (``relay:last_turn_notes``) so its next turn sees it.
+
+
+#: How many times one turn's agent is asked again after a refused answer.
+ASK_AGAIN = 2
+
+
+def todo_specs(context: TurnContext) -> dict[int, AnswerSpec]:
+    return {todo.id: todo.spec for todo in context.todos}
+
+
+def context_todo(row: Any) -> ContextTodo:
+    """A turn context's todo from a :func:`relay.store.queries.todo_rows_for` row."""
+    spec = AnswerSpec.from_json(row.answer_kind, row.answer_spec, row.required)
+    return ContextTodo(
+        row.position, row.text, row.status, spec.kind.value, spec.choices, spec.required, row.answer
+    )
+
+
+def plan_for(actions: list[Action], context: TurnContext) -> TurnPlan:
+    """:func:`validate_actions` plus the checks that need the context: the message an
+    answer came from, and the instance's JSON Schema. Refusals become notes."""
+    plan = validate_actions(actions, todo_specs(context))
+    kept: list[RecordedAnswer] = []
+    refused = list(plan.refused)
+    for answer in plan.answers:
+        error = _message_error(answer, context) or _schema_error(answer, context.result_schema)
+        if error is None:
+            kept.append(_with_message(answer, context))
+        else:
+            refused.append(
+                Refusal("mark_todo_item", f"todo {answer.todo_id}: {error}", answer.todo_id)
+            )
+    dropped = {r.todo_id for r in refused if r not in plan.refused}
+    updates = tuple(u for u in plan.todo_updates if u[0] not in dropped)
+    notes = plan.notes + tuple(r.error for r in refused)
+    return replace(
+        plan, answers=tuple(kept), refused=tuple(refused), todo_updates=updates, notes=notes
+    )
+
+
+def until_accepted(call: Callable[[TurnContext], list[Action]], context: TurnContext) -> Decided:
+    """Run the agent; while relay refuses one of its answers, ask it again with the
+    refusals (as a tool error it can correct), at most :data:`ASK_AGAIN` times."""
+    actions = call(context)
+    for _ in range(ASK_AGAIN):
+        decided = _checked(actions, context)
+        if decided.plan is None or not decided.plan.refused:
+            return decided
+        actions = call(replace(context, refused=decided.plan.refused))
+    return _checked(actions, context)
+
+
+def _checked(actions: list[Action], context: TurnContext) -> Decided:
+    try:
+        return Decided(actions, plan_for(actions, context))
+    except InvalidInput as exc:
+        return Decided(actions, None, exc.message)  # not an answer problem: for a person
+
+
+def _message_error(answer: RecordedAnswer, context: TurnContext) -> str | None:
+    if answer.message_id is None:
+        return None
+    inbound = {
+        m.id for m in (*context.transcript, *context.new_messages) if m.direction == "inbound"
+    }
+    if answer.message_id not in inbound:
+        return (
+            f"message_id {answer.message_id} is not a message from the contact in this conversation"
+        )
+    return None
+
+
+def _with_message(answer: RecordedAnswer, context: TurnContext) -> RecordedAnswer:
+    """An answer comes from the contact's latest message unless the agent said which."""
+    if answer.message_id is not None:
+        return answer
+    for messages in (context.new_messages, context.transcript):
+        inbound = [m.id for m in messages if m.direction == "inbound"]
+        if inbound:
+            return replace(answer, message_id=inbound[-1])
+    return answer
+
+
+def _schema_error(answer: RecordedAnswer, schema: Mapping[str, Any] | None) -> str | None:
+    """Check one answer against its property in the result schema (jsonschema is
+    imported only for instances that have one)."""
+    if not schema:
+        return None
+    part = (schema.get("properties") or {}).get(str(answer.todo_id))
+    if part is None:
+        return None
+    import jsonschema
+
+    root = {**part, "$defs": schema.get("$defs", {})} if isinstance(part, dict) else part
+    try:
+        jsonschema.validate(answer.value, root)
+    except jsonschema.ValidationError as exc:
+        return f"answer {answer.value!r} does not match the result schema: {exc.message}"
+    return None

@@ -36,7 +36,7 @@ from relay.core.states import HEARTBEAT_STATE, TRANSITIONS, Event, State
 from relay.core.values import Author, EventKind, MessageStatus
 from relay.engine.conversation import audit, transitions
 from relay.engine.outbox.outcomes import REJECTED_KEY, queue_outbound
-from relay.engine.turns import answers
+from relay.engine.turns.commit import store_state
 from relay.engine.views.instances import MessageView
 from relay.store import contact_rows, draft_rows, queries
 
@@ -140,7 +140,7 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
         draft.status = MessageStatus.REJECTED.value
         draft.note = f"rejected by {actor}: {why}"
         rejected = {"message_id": draft.id, "text": draft.body, "reason": why}
-        answers.store_state(session, instance, REJECTED_KEY, rejected, now)
+        store_state(session, instance, REJECTED_KEY, rejected, now)
         data = {"message_id": draft.id, "action": "rejected", "reason": why}
         transitions.record(session, EventKind.DRAFT, instance.id, data, now, actor=actor)
         audit.record(session, "reject", instance.id, {"message_id": draft.id}, now, actor=actor)

@@ -105,7 +105,7 @@ def refuse_empty(*given: object) -> None:
 def checked_result_schema(schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if schema is None:
         return None
-    from relay.engine.turns.answers import check_schema
+    from relay.engine.verbs.program import check_schema
 
     return check_schema(dict(schema))
 

@@ -11,7 +11,6 @@ from sqlalchemy.orm import Session
 
 from relay.core.answers import AnswerSpec, parse_spec, parse_todo
 from relay.core.errors import InvalidInput
-from relay.engine.turns.answers import schema_errors
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import MessageView, TodoView
 from relay.engine.views.reports import ResultTodo, ResultView
@@ -173,3 +172,29 @@ def read_events(
 def last_cursor(relay: Runtime) -> int:
     with relay.store.read_transaction() as session:
         return store_events.last_id(session)
+
+
+def schema_errors(schema: Mapping[str, Any] | None, result: Mapping[str, Any]) -> list[str]:
+    """Every way a whole result (answers keyed by todo id) misses its schema."""
+    if not schema:
+        return []
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    return [
+        f"{'/'.join(str(p) for p in error.absolute_path) or '(result)'}: {error.message}"
+        for error in sorted(validator.iter_errors(dict(result)), key=lambda e: list(e.path))
+    ]
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """A result schema given to ``relay start --schema``: a valid JSON Schema object."""
+    if not isinstance(schema, dict):
+        raise InvalidInput("the result schema must be a JSON object")
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise InvalidInput(f"the result schema is not a valid JSON Schema: {exc.message}") from None
+    return schema
