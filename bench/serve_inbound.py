@@ -3,7 +3,7 @@
 Starts ``relay serve`` (a throwaway SQLite store, or a new database on the
 PostgreSQL server named by ``--url``) and a bare Starlette app (one route that
 reads the form and answers the same empty TwiML, nothing else) as two
-subprocesses on the same uvicorn settings (``relay.runner.serve.server_config``),
+subprocesses on the same uvicorn settings (``relay.runner.foreground.server_config``),
 and POSTs N signed Twilio inbound webhooks to each from C keep-alive
 connections, round after round, the two alternated (which one goes first
 alternates too), so a busy moment on a shared machine hits both alike.
@@ -63,7 +63,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
-from relay.runner.serve import server_config
+from relay.runner.foreground import server_config
 
 TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
 

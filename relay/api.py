@@ -380,9 +380,9 @@ class Relay:
 
     def serve_http(self, host: str, port: int, *, max_body: int | None = None) -> None:
         """Serve the inbound HTTP endpoint until SIGTERM/SIGINT (``relay serve``)."""
-        from relay.runner.serve import MAX_BODY, serve
+        from relay.runner.foreground import serve
 
-        serve(self._rt, host, port, max_body=max_body or MAX_BODY)
+        serve(self._rt, host, port, max_body=max_body)
 
     def serve_mcp(
         self, *, http: bool = False, host: str | None = None, port: int | None = None

@@ -105,6 +105,8 @@ LONG_MODULES = {
     " the agent run, its answers checked before the commit",
     "engine/turns/commit.py": "a turn's decision written back in one transaction: its state"
     " change, messages, answers and the scoped state an agent keeps",
+    "runner/serve.py": "relay serve's app: each route's handler, the refusals and the 503"
+    " of an outage, and the one writer that commits what the requests bring",
     "engine/inbound/ingest.py": "taking an arrival in: cleaned, stored, routed to its"
     " conversation, its meaning applied (reply, STOP, receipt), or kept aside with the reason",
 }
