@@ -107,6 +107,8 @@ LONG_MODULES = {
     " change, messages, answers and the scoped state an agent keeps",
     "runner/serve.py": "relay serve's app: each route's handler, the refusals and the 503"
     " of an outage, and the one writer that commits what the requests bring",
+    "engine/outbox/screen.py": "whether a leased message may go now, and what becomes of"
+    " one that does not go: ruled out, held, retried, given up, each counted",
     "engine/inbound/ingest.py": "taking an arrival in: cleaned, stored, routed to its"
     " conversation, its meaning applied (reply, STOP, receipt), or kept aside with the reason",
 }

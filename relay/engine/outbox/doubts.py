@@ -34,7 +34,7 @@ from relay.channels.fate import Fate, Reconciled, reconcile, resend_safe
 from relay.core.values import EventKind
 from relay.engine.conversation import transitions
 from relay.engine.outbox import screen
-from relay.engine.outbox.outcomes import DeliveryReport
+from relay.engine.outbox.screen import DeliveryReport
 from relay.engine.runtime import Channels, Runtime
 from relay.store import claims, commit_log, doubts, funnel, locked_rows
 from relay.store import outbox as outbox_rows

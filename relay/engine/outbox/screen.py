@@ -1,4 +1,5 @@
-"""The outbox's screen: which leased rows may go now, decided under the lease's locks.
+"""The outbox's screen: which leased rows may go now, decided under the lease's locks,
+and what becomes of one that does not go (the last section).
 
 Run in the transaction that leases the rows (the outbox claim, or a turn commit
 that writes its new rows already leased: :meth:`Dispatcher.lease_new`), and again
@@ -21,25 +22,35 @@ daemon) is held or cancelled here instead of reaching the contact afterwards
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from relay.channels.base import ContentTemplate, Outbound
+from relay.channels.base import ChannelError, ContentTemplate, Outbound
+from relay.core.errors import RelayError
 from relay.core.ladder import from_json, kind_on, rung_of
+from relay.core.secrets import mask_text
 from relay.core.states import HEARTBEAT_STATE, State, delivers
-from relay.core.values import MessageStatus
-from relay.engine.contacts import unsubscribe
-from relay.engine.conversation import policy
-from relay.engine.outbox.outcomes import DeliveryReport
+from relay.core.values import EventKind, MessageStatus
+from relay.engine.contacts import optouts, unsubscribe
+from relay.engine.conversation import fallback, policy, transitions
 from relay.engine.outbox.rates import KEYS, Limits
 from relay.engine.runtime import Runtime
-from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts, queries
+from relay.store import (
+    aliases,
+    claims,
+    commit_log,
+    contact_addresses,
+    delivery_facts,
+    locked_rows,
+    queries,
+)
 from relay.store.locked_rows import MessageFields, MessageRow
+from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.outbox")
 
@@ -374,3 +385,185 @@ def _outbound(
         last_inbound_at=contact.last_inbound_at,
         template=ContentTemplate.from_json(instance and instance.template),
     )
+
+
+# -- What becomes of a message that does not simply go ------------------------------------
+#
+# A message the screen rules out is held, blocked, cancelled or failed
+# (:func:`rule_out`); one the channel did not take (:func:`attempt`) is retried with
+# backoff, held (the provider cannot send at all), blocked (the recipient opted out
+# with it), or failed for good and handed to a person (:func:`record_failure`); each
+# counted in the pass's :class:`DeliveryReport`. Each runs in the transaction that
+# holds the locked outbox row.
+
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class DeliveryReport:
+    sent: int = 0
+    retried: int = 0
+    failed: int = 0
+    blocked: int = 0
+    held: int = 0
+    cancelled: int = 0
+
+    def add(self, other: DeliveryReport) -> None:
+        self.sent += other.sent
+        self.retried += other.retried
+        self.failed += other.failed
+        self.blocked += other.blocked
+        self.held += other.held
+        self.cancelled += other.cancelled
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a send failed, and what the channel advises (see ``ChannelError``)."""
+
+    error: str
+    transient: bool
+    retry_after: float | None = None
+    hold: bool = False
+    opted_out: bool = False
+
+
+@dataclass(frozen=True)
+class Retries:
+    """How often, and how far apart, a transient failure is tried again."""
+
+    backoff: timedelta
+    max_attempts: int
+
+
+def attempt(call: Callable[[], _T]) -> tuple[_T | None, Failure | None]:
+    """Call a channel: (result, None) on success, (None, failure) on failure. A
+    channel error says whether a retry may help (and when, and whether to keep
+    the message queued); any other relay error will not; an unexpected exception
+    (a bug, a dropped connection) might."""
+    # The error is stored (last error, transition reason) and printed by show,
+    # history and transcript: a secret in a URL or a header it quotes is masked.
+    try:
+        return call(), None
+    except ChannelError as exc:
+        error = mask_text(str(exc.message))
+        advice = Failure(error, exc.transient, exc.retry_after, exc.hold, exc.opted_out)
+        return None, advice
+    except RelayError as exc:
+        return None, Failure(mask_text(exc.message), False)
+    except Exception as exc:
+        return None, Failure(mask_text(f"{type(exc).__name__}: {exc}"), True)
+
+
+def record_failure(
+    session: Session,
+    message: Message,
+    failure: Failure,
+    now: datetime,
+    report: DeliveryReport,
+    retries: Retries,
+) -> None:
+    """Record a failed attempt on the locked ``message`` (still ours: the caller checked)."""
+    message.last_error = failure.error
+    if failure.opted_out or failure.hold:
+        _refused(session, message, failure, now, report, retries)
+    elif failure.transient and message.attempts < retries.max_attempts:
+        _retry(message, failure, now, report, retries)
+    else:
+        _give_up(session, message, failure.error, now, report)
+
+
+def _retry(
+    message: Message, failure: Failure, now: datetime, report: DeliveryReport, retries: Retries
+) -> None:
+    delay = max(
+        retries.backoff * (2 ** (message.attempts - 1)),
+        timedelta(seconds=failure.retry_after or 0),
+    )
+    message.status = MessageStatus.QUEUED.value
+    message.next_attempt_at = now + delay
+    report.retried += 1
+    log.warning(
+        "message %s attempt %s failed (%s); retry in %ss",
+        message.id,
+        message.attempts,
+        failure.error,
+        int(delay.total_seconds()),
+        extra={"instance_id": message.instance_id},
+    )
+
+
+def _give_up(
+    session: Session, message: Message, error: str, now: datetime, report: DeliveryReport
+) -> None:
+    message.status = MessageStatus.FAILED.value
+    message.next_attempt_at = None
+    report.failed += 1
+    data = {"message_id": message.id, "error": error, "attempts": message.attempts}
+    transitions.record(session, EventKind.FAILED, message.instance_id, data, now)
+    log.error(
+        "message %s failed after %s attempt(s): %s",
+        message.id,
+        message.attempts,
+        error,
+        extra={"instance_id": message.instance_id},
+    )
+    _escalate(session, message, error, now)
+
+
+def _refused(
+    session: Session,
+    message: Message,
+    failure: Failure,
+    now: datetime,
+    report: DeliveryReport,
+    retries: Retries,
+) -> None:
+    """The provider refused for a reason that is not the message's: the
+    recipient opted out with it (the contact is opted out, as by a STOP), or
+    the channel cannot send at all (bad credentials: the message waits,
+    queued, without using up an attempt, until a person fixes it)."""
+    if failure.opted_out:
+        person = session.get(Contact, message.contact_id)
+        assert person is not None
+        optouts.opt_out(session, person, now, reason=f"provider: {failure.error}")
+        message.status = MessageStatus.BLOCKED.value
+        message.next_attempt_at = None
+        report.blocked += 1
+        log.warning("message %s: contact opted out (%s)", message.id, failure.error)
+        return
+    wait = max(retries.backoff, timedelta(seconds=failure.retry_after or 0))
+    claims.unlease_outbox_row(message, now + wait)
+    report.held += 1
+    log.error("message %s stays queued: %s", message.id, failure.error)
+
+
+def _escalate(session: Session, message: Message, error: str, now: datetime) -> None:
+    """A message that cannot be delivered needs a person (or the next channel)."""
+    if message.instance_id is None:
+        return
+    instance = claims.lock_instance(session, message.instance_id)
+    if instance is None:
+        return
+    reason = f"delivery of message {message.id} failed: {error}"
+    # With a channel ladder, the message goes again on the next channel instead.
+    if not fallback.after_failure(session, instance, message, reason, now, "dispatcher"):
+        transitions.hand_to_human(session, instance, reason, now=now, actor="dispatcher")
+
+
+def put_back(
+    session: Session, message_ids: Sequence[int], attempts: Mapping[int, int], now: datetime
+) -> int:
+    """Return claimed messages unsent to the outbox, due now, their attempt not
+    counted; how many. They were behind a message of their conversation that
+    failed in the same batch, or that another worker took over: they go after it
+    (a claim takes no message while an earlier one of its conversation is backing
+    off or being sent). A row another worker has taken over meanwhile (its attempt
+    differs) is left to it."""
+    locked = claims.lock_messages(session, list(message_ids))
+    ours = [row for row in locked.values() if claims.still_leased(row, attempts[row.id])]
+    for row in ours:
+        claims.unlease_outbox_row(row, now)
+    locked_rows.write(session, ours)
+    return len(ours)

@@ -28,11 +28,11 @@ from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, EventKind, MessageStatus, Scope, split_scoped_key
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import transitions
-from relay.engine.outbox.outcomes import REJECTED_KEY, as_draft, outbound_row
 from relay.store import claims, commit_log, instance_rows, locked_rows, queries, state_entries
 from relay.store import outbox as outbox_rows
 from relay.store.locked_rows import InstanceFields
 from relay.store.models import Contact, Message, StateEntry, Todo
+from relay.store.outbox import as_draft, outbound_row
 
 if TYPE_CHECKING:
     from relay.engine.outbox.dispatcher import Dispatcher
@@ -43,6 +43,9 @@ log = logging.getLogger("relay.turns")
 
 AGENT = "agent"
 NOTES_KEY = "relay:last_turn_notes"
+#: Where the agent's next turn finds the draft a person rejected and why (its
+#: ``state``): ``{"message_id": ..., "text": ..., "reason": ...}``; cleared by that turn.
+REJECTED_KEY = "relay:rejected_draft"
 
 
 @dataclass(frozen=True)

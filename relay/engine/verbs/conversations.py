@@ -124,7 +124,7 @@ def _event(
     paused_until: datetime | None = None,
 ) -> InstanceView:
     from relay.engine.conversation import transitions
-    from relay.engine.outbox.outcomes import cancel_outbox
+    from relay.store.outbox import cancel_outbox
 
     with rt.store.transaction() as session:
         instance = queries.resolve_instance(session, instance_id, lock=True)
@@ -164,8 +164,8 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
     instance on (manual_send, then message_sent: the operator's message is
     the turn, so the conversation waits for the contact's reply)."""
     from relay.engine.conversation import transitions
-    from relay.engine.outbox.outcomes import queue_outbound
     from relay.engine.verbs.new_conversation import clean_text
+    from relay.store.outbox import queue_outbound
 
     body = clean_text(text, "message")
     with rt.store.transaction() as session:

@@ -1,7 +1,7 @@
 """Drafts a person approves: the operator's side of ``[agent] approval``.
 
 A conversation started with approval ``first`` or ``all`` has its agent's
-messages written as drafts (:func:`relay.engine.outbox.outcomes.as_draft`): outbox
+messages written as drafts (:func:`relay.store.outbox.as_draft`): outbox
 rows the dispatcher never sees. The conversation moves on as after any turn
 (it waits for the reply), but its follow-up countdown does not run while a
 draft waits (:func:`relay.engine.conversation.transitions._move_heartbeat` keeps it whole,
@@ -35,10 +35,10 @@ from relay.core.errors import InvalidInput, NotFound, Refused
 from relay.core.states import HEARTBEAT_STATE, TRANSITIONS, Event, State
 from relay.core.values import Author, EventKind, MessageStatus
 from relay.engine.conversation import audit, transitions
-from relay.engine.outbox.outcomes import REJECTED_KEY, queue_outbound
-from relay.engine.turns.commit import store_state
+from relay.engine.turns.commit import REJECTED_KEY, store_state
 from relay.engine.views.instances import MessageView
 from relay.store import contact_rows, draft_rows, queries
+from relay.store.outbox import queue_outbound
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

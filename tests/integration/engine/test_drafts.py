@@ -15,7 +15,7 @@ import pytest
 
 from relay.core.errors import Refused
 from relay.core.turns import Action, TurnContext
-from relay.engine.outbox.outcomes import REJECTED_KEY
+from relay.engine.turns.commit import REJECTED_KEY
 from relay.engine.verbs import drafts
 from relay.testing import PHONE, Harness, ScriptAgent
 

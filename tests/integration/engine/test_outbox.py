@@ -230,7 +230,7 @@ def test_a_slow_batch_holds_back_what_follows_a_message_another_worker_took_over
     after it, those go back to the outbox instead of overtaking it."""
     from relay.engine.outbox.dispatcher import SEND_LEASE, Dispatcher
     from relay.engine.outbox.doubts import Doubts
-    from relay.engine.outbox.outcomes import DeliveryReport
+    from relay.engine.outbox.screen import DeliveryReport
     from relay.engine.runtime import Channels
     from relay.store import claims
 
