@@ -1,4 +1,4 @@
-"""What the dispatcher's gate (``relay.engine.outbox.gate``) reads before a send: the
+"""What the outbox's screen (``relay.engine.outbox.screen``) reads before a send: the
 contacts, the conversations and the newest inbound of a batch of messages."""
 
 from __future__ import annotations

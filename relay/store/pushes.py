@@ -1,5 +1,5 @@
 """The pushes ``relay serve`` stores and the daemon takes: appended by the
-server's writers (:mod:`relay.runner.serve_writer`), read in order, and deleted
+server's writers (``PushWriter`` in :mod:`relay.runner.serve`), read in order, and deleted
 by the transaction that ingests them (``relay.engine.verbs.incoming.ingest(taking=...)``)."""
 
 from __future__ import annotations

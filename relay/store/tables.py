@@ -369,7 +369,7 @@ erasures = Table(
 #: stored as it came by one INSERT before the request is answered; the daemon
 #: takes it from here into the transcript (routing, opt-outs, receipts) and
 #: deletes it in that same transaction. ``incoming``: the request's messages and
-#: receipts as JSON (:mod:`relay.channels.pushed`). No index but the key: the
+#: receipts as JSON (``Incoming.dumps`` in relay.channels.base). No index but the key: the
 #: daemon reads it in id order and the server only appends.
 pushes = Table(
     "pushes",

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from relay.channels.base import Outbound
 
@@ -94,3 +97,16 @@ def serve_chat(state: ChatServer) -> Any:
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True).start()
     return httpd
+
+
+def chat_server(monkeypatch: pytest.MonkeyPatch, key_env: str, key: str) -> Iterator[ChatServer]:
+    """A chat-completions server on loopback for one test (no proxy in the way; the
+    API key in ``key_env``), shut down after it: the body of a fixture."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(key_env, key)
+    state = ChatServer()
+    httpd = serve_chat(state)
+    yield state
+    httpd.shutdown()
+    httpd.server_close()

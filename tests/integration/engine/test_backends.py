@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import ChatServer, serve_chat
+from engine_support import ChatServer, chat_server
 
 import relay
 from relay.core.turns import ACTION_NAMES
@@ -134,14 +134,7 @@ def test_a_failing_command_agent_goes_to_a_person_with_its_stderr(
 
 @pytest.fixture
 def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("RELAY_TEST_OPENAI_KEY", KEY)
-    state = ChatServer()
-    httpd = serve_chat(state)
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    yield from chat_server(monkeypatch, "RELAY_TEST_OPENAI_KEY", KEY)
 
 
 @pytest.fixture

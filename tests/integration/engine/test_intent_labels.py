@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from cli_checks import ok, valid
-from engine_support import ChatServer, serve_chat
+from engine_support import ChatServer, chat_server
 
 from relay.channels.base import Inbound, Incoming
 from relay.store.migrate import upgrade_url
@@ -28,14 +28,7 @@ KEY = "sk-intent-0123456789"
 
 @pytest.fixture
 def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("RELAY_TEST_INTENT_KEY", KEY)
-    state = ChatServer()
-    httpd = serve_chat(state)
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    yield from chat_server(monkeypatch, "RELAY_TEST_INTENT_KEY", KEY)
 
 
 def settings(url: str, **extra: Any) -> dict[str, Any]:
