@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from relay.channels.base import Outbound, batch_sender
 from relay.core.values import EventKind
 from relay.engine.conversation import transitions
-from relay.engine.outbox import screen as outcomes
+from relay.engine.outbox import screen
 from relay.engine.outbox.doubts import Doubt, Doubts, confirm, leased
 from relay.engine.outbox.screen import DeliveryReport, Failure, Handover, Ready, Retries, Screen
 from relay.engine.runtime import Channels, Runtime
@@ -269,14 +269,14 @@ class Dispatcher:
         self, pending: list[tuple[Outbound, str]], claimed: dict[int, int], report: DeliveryReport
     ) -> list[tuple[Outbound, str]]:
         """``pending`` less the messages of stalled conversations, which go back to
-        the outbox (:func:`outcomes.put_back`), counted as held."""
+        the outbox (:func:`~relay.engine.outbox.screen.put_back`), counted as held."""
         if not self._stalled:
             return pending
         behind = [o.message_id for o, _ in pending if o.instance_id in self._stalled]
         if not behind:
             return pending
         with self.relay.store.transaction() as session:
-            report.held += outcomes.put_back(session, behind, claimed, self.relay.now())
+            report.held += screen.put_back(session, behind, claimed, self.relay.now())
         for message_id in behind:
             self.screen.forget(message_id)
         return [item for item in pending if item[0].instance_id not in self._stalled]
@@ -316,7 +316,7 @@ class Dispatcher:
             done = self._deliver(outbound, channel_name, claimed[outbound.message_id], report)
             return [] if done is None else [done]
         messages = [o for o, _ in run]
-        result, failure = outcomes.attempt(lambda: send_many(messages))
+        result, failure = screen.attempt(lambda: send_many(messages))
         if result is not None and len(result) != len(messages):
             failure = Failure(f"send_many returned {len(result)} ids", True)
             result = None
@@ -341,7 +341,7 @@ class Dispatcher:
         """Hand one message to its channel; a failure is recorded at once, a success
         is returned for :meth:`_sent`."""
         send = self._sender(channel_name)
-        provider_id, failure = outcomes.attempt(lambda: send(outbound))
+        provider_id, failure = screen.attempt(lambda: send(outbound))
         if provider_id is not None:
             return _Sent(outbound, channel_name, provider_id, self.relay.now())
         self._failed(outbound, attempt, failure or Failure("?", True), report=report)
@@ -389,6 +389,4 @@ class Dispatcher:
                 # Our attempt outlived its lease and another worker owns the row now.
                 log.warning("message %s attempt %s failed (%s)", message.id, attempt, failure.error)
                 return
-            outcomes.record_failure(
-                session, message, failure, self.relay.now(), report, self.retries
-            )
+            screen.record_failure(session, message, failure, self.relay.now(), report, self.retries)
