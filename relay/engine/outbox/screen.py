@@ -402,6 +402,8 @@ _T = TypeVar("_T")
 
 @dataclass
 class DeliveryReport:
+    """What one delivery pass came to, by outcome (a pulse's report adds them up)."""
+
     sent: int = 0
     retried: int = 0
     failed: int = 0
