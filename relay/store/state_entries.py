@@ -1,4 +1,4 @@
-"""Named queries for agents' scoped key-value state (``relay.engine.conversation.scoped_state``)."""
+"""Named queries for agents' scoped key-value state (``relay.engine.turns.commit``)."""
 
 from __future__ import annotations
 

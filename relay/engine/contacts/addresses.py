@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
     from relay.store.models import Contact
 
-log = logging.getLogger("relay.chat_links")
+log = logging.getLogger("relay.contacts")
 
 
 @dataclass(frozen=True)
