@@ -1,6 +1,6 @@
 """A batch of rows written to PostgreSQL two ways: psycopg's pipelined
 ``executemany`` of the per-row statement (what SQLAlchemy does, and what
-``relay/store/fast_writes.py`` did before the sixth pass), and the one statement
+``relay/store/hotpath/fast_writes.py`` did before the sixth pass), and the one statement
 over binary arrays fast_writes sends now (``unnest``).
 
 Both run on a throwaway database with relay's schema, through a plain psycopg
@@ -27,7 +27,7 @@ from psycopg.types.json import Json
 from sqlalchemy import bindparam, create_engine, insert, update
 from sqlalchemy.engine import make_url
 
-from relay.store import fast_writes
+from relay.store.hotpath import fast_writes
 from relay.store.tables import events, messages
 
 

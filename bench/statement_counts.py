@@ -4,7 +4,7 @@
 their heartbeats and in-process pulses (scripted agent, console channel) run until
 every follow-up is delivered, once to warm up and once counted. SQLite: every
 statement the driver runs (``sqlite3``'s trace callback, which also sees what
-:mod:`relay.store.prepared` runs past SQLAlchemy; an ``executemany`` counts once
+:mod:`relay.store.hotpath.prepared` runs past SQLAlchemy; an ``executemany`` counts once
 a row), by its first word and table, and the rows written (``total_changes``).
 PostgreSQL: the statements SQLAlchemy sends (``before_cursor_execute``; the
 server's own figures are ``bench/pg_statement_times.py``'s).

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from relay.store import prepared
-from relay.store.among import among_param
+from relay.store.hotpath import prepared
+from relay.store.hotpath.among import among_param
+from relay.store.hotpath.prepared import per_dialect
 from relay.store.models import ContactAlias
-from relay.store.prepared import per_dialect
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect
+    from relay.store.hotpath.prepared import AnySelect
 
 
 def contact_for(session: Session, channel: str, address: str) -> int | None:

@@ -19,17 +19,17 @@ from sqlalchemy.orm import Session, aliased
 
 from relay.core.states import HEARTBEAT_STATE, PAUSED_STATE
 from relay.core.values import MessageStatus
-from relay.store import locked_rows, prepared
-from relay.store.among import among_param
 from relay.store.database import affected
 from relay.store.due import OUTBOX_PENDING, TURN_STATES, heartbeat_due, turn_due, undelivered
-from relay.store.locked_rows import InstanceFields, InstanceRow, MessageFields, MessageRow
+from relay.store.hotpath import locked_rows, prepared
+from relay.store.hotpath.among import among_param
+from relay.store.hotpath.locked_rows import InstanceFields, InstanceRow, MessageFields, MessageRow
+from relay.store.hotpath.prepared import dialect_of, per_dialect
 from relay.store.models import Instance, Message
-from relay.store.prepared import dialect_of, per_dialect
 from relay.store.tables import pushes
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect
+    from relay.store.hotpath.prepared import AnySelect
 
 
 def skip_locked(dialect: str, query: AnySelect) -> AnySelect:

@@ -10,13 +10,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Direction
-from relay.store import prepared
-from relay.store.among import among_param
+from relay.store.hotpath import prepared
+from relay.store.hotpath.among import among_param
+from relay.store.hotpath.prepared import per_dialect
 from relay.store.models import Contact, Instance, Message
-from relay.store.prepared import per_dialect
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect
+    from relay.store.hotpath.prepared import AnySelect
 
 
 def contact_facts(session: Session, contact_ids: Collection[int]) -> dict[int, Any]:

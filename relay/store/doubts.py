@@ -17,11 +17,11 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Direction, MessageStatus
-from relay.store import locked_rows
 from relay.store.claims import skip_locked
-from relay.store.locked_rows import MessageFields, MessageRow
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import MessageFields, MessageRow
+from relay.store.hotpath.prepared import dialect_of, per_dialect
 from relay.store.models import Message
-from relay.store.prepared import dialect_of, per_dialect
 from relay.store.tables import contacts, messages
 
 

@@ -24,7 +24,8 @@ from typing import Any
 from sqlalchemy import event, select, text
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes, on_commit
+from relay.store import on_commit
+from relay.store.hotpath import fast_writes
 from relay.store.models import EventRow, Instance, table_of
 
 _PENDING = on_commit.collection("relay_events")
@@ -33,7 +34,7 @@ ORDER_LOCK = 0x72656C6179
 
 
 #: The state-change columns of a row that is not one (every row of an insert has
-#: the same keys: :mod:`relay.store.fast_writes`).
+#: the same keys: :mod:`relay.store.hotpath.fast_writes`).
 NO_CHANGE: dict[str, Any] = {"from_state": None, "to_state": None, "event": None, "reason": None}
 
 

@@ -13,16 +13,16 @@ from sqlalchemy import ScalarResult, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Author, Direction, MessageStatus
-from relay.store import fast_writes, prepared
-from relay.store.among import among_param
 from relay.store.due import undelivered
+from relay.store.hotpath import fast_writes, prepared
+from relay.store.hotpath.among import among_param
+from relay.store.hotpath.prepared import per_dialect
 from relay.store.models import Message, table_of
-from relay.store.prepared import per_dialect
 from relay.store.tables import instances
 
 if TYPE_CHECKING:
-    from relay.store.locked_rows import InstanceFields
-    from relay.store.prepared import AnySelect, Rows
+    from relay.store.hotpath.locked_rows import InstanceFields
+    from relay.store.hotpath.prepared import AnySelect, Rows
 
 #: What recording a delivery writes on its outbox row.
 SENT_COLUMNS = (
@@ -93,7 +93,7 @@ def cancel_outbox(session: Session, instance_id: str) -> None:
 
 def insert_outbox(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     """Insert a batch's outbox rows with one statement (no ORM objects; every row
-    with the same keys: :mod:`relay.store.fast_writes`)."""
+    with the same keys: :mod:`relay.store.hotpath.fast_writes`)."""
     fast_writes.insert_rows(session, table_of(Message), rows)
 
 

@@ -13,8 +13,9 @@ from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from relay.store import failures, fast_writes
+from relay.store import failures
 from relay.store.database import Store, affected
+from relay.store.hotpath import fast_writes
 from relay.store.tables import pushes
 
 

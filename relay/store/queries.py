@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import PAUSED_STATES, QUEUED_STATE, QUEUED_STATES, values
 from relay.core.values import MessageStatus
-from relay.store import prepared
-from relay.store.among import among, among_param
+from relay.store.hotpath import prepared
+from relay.store.hotpath.among import among, among_param
+from relay.store.hotpath.prepared import dialect_of, per_dialect
 from relay.store.instance_rows import first_two, resolve
-from relay.store.prepared import dialect_of, per_dialect
 from relay.store.tables import (
     CONTACT_SLOT_INDEX,
     contacts,
@@ -34,8 +34,8 @@ from relay.store.tables import (
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from relay.store.hotpath.prepared import AnySelect
     from relay.store.models import Contact, Instance, Message, Todo
-    from relay.store.prepared import AnySelect
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:

@@ -9,13 +9,13 @@ from sqlalchemy import Select, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import Scope
-from relay.store import prepared
-from relay.store.among import among_param, values_param
+from relay.store.hotpath import prepared
+from relay.store.hotpath.among import among_param, values_param
+from relay.store.hotpath.prepared import dialect_of, per_dialect
 from relay.store.models import StateEntry
-from relay.store.prepared import dialect_of, per_dialect
 
 if TYPE_CHECKING:
-    from relay.store.prepared import Rows
+    from relay.store.hotpath.prepared import Rows
 
 
 def entries_for(

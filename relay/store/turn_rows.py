@@ -10,14 +10,14 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.values import MessageStatus
-from relay.store import prepared
-from relay.store.among import among_param
-from relay.store.prepared import per_dialect
+from relay.store.hotpath import prepared
+from relay.store.hotpath.among import among_param
+from relay.store.hotpath.prepared import per_dialect
 from relay.store.queries import UNDELIVERABLE
 from relay.store.tables import contacts, instances, messages
 
 if TYPE_CHECKING:
-    from relay.store.prepared import AnySelect, Rows
+    from relay.store.hotpath.prepared import AnySelect, Rows
 
 #: The instance columns a turn's context is built from.
 _CONTEXT_INSTANCE = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
-from relay.store.among import among
+from relay.store.hotpath.among import among
 from relay.store.models import EventRow, table_of
 from relay.store.opening import open_store
 
@@ -49,7 +49,7 @@ def test_a_sqlite_without_json_functions_gets_the_in_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'relay.db'}", create=True)
-    monkeypatch.setattr("relay.store.among.sqlite_has_json_each", lambda: False)
+    monkeypatch.setattr("relay.store.hotpath.among.sqlite_has_json_each", lambda: False)
     events = table_of(EventRow)
     rows = [{"kind": "t", "instance_id": f"i{n}", "created_at": AT} for n in range(5)]
     with store.transaction() as session:

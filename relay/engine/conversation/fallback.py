@@ -27,7 +27,7 @@ from relay.core.states import LADDER_STATES, State
 from relay.core.values import EventKind
 from relay.engine.conversation import transitions
 from relay.store import commit_log, contact_addresses, ladder_rows
-from relay.store.locked_rows import InstanceFields
+from relay.store.hotpath.locked_rows import InstanceFields
 from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.fallback")

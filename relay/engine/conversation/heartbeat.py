@@ -23,8 +23,9 @@ from relay.core.clock import isoformat
 from relay.core.errors import InvalidInput
 from relay.core.states import Event
 from relay.engine.conversation import fallback, policy, transitions
-from relay.store import claims, commit_log, locked_rows
-from relay.store.locked_rows import InstanceFields
+from relay.store import claims, commit_log
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import InstanceFields
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime

@@ -41,7 +41,7 @@ from relay.core.windows import Window, parse_window, zone
 from relay.store import contact_rows
 
 if TYPE_CHECKING:
-    from relay.store.locked_rows import InstanceFields
+    from relay.store.hotpath.locked_rows import InstanceFields
 
 
 #: How long a message whose hours can never be met waits before it is looked at again.

@@ -34,10 +34,11 @@ from relay.core.states import (
     next_state,
 )
 from relay.core.values import EventKind, MessageStatus
-from relay.store import claims, commit_log, funnel, locked_rows, queries
+from relay.store import claims, commit_log, funnel, queries
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
-from relay.store.locked_rows import InstanceFields
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import InstanceFields
 from relay.store.models import Instance, Message
 
 log = logging.getLogger("relay.state")

@@ -27,10 +27,11 @@ from relay.engine.outbox import screen
 from relay.engine.outbox.doubts import Doubt, Doubts, confirm, leased
 from relay.engine.outbox.screen import DeliveryReport, Failure, Handover, Ready, Retries, Screen
 from relay.engine.runtime import Channels, Runtime
-from relay.store import claims, commit_log, funnel, locked_rows
+from relay.store import claims, commit_log, funnel
 from relay.store import doubts as in_doubt_rows
 from relay.store import outbox as outbox_rows
-from relay.store.locked_rows import MessageRow
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import MessageRow
 
 log = logging.getLogger("relay.outbox")
 

@@ -36,8 +36,9 @@ from relay.engine.conversation import transitions
 from relay.engine.outbox import screen
 from relay.engine.outbox.screen import DeliveryReport
 from relay.engine.runtime import Channels, Runtime
-from relay.store import claims, commit_log, doubts, funnel, locked_rows
+from relay.store import claims, commit_log, doubts, funnel
 from relay.store import outbox as outbox_rows
+from relay.store.hotpath import locked_rows
 
 log = logging.getLogger("relay.outbox")
 

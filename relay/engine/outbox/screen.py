@@ -40,16 +40,9 @@ from relay.engine.contacts import optouts, unsubscribe
 from relay.engine.conversation import fallback, policy, transitions
 from relay.engine.outbox.rates import KEYS, Limits
 from relay.engine.runtime import Runtime
-from relay.store import (
-    aliases,
-    claims,
-    commit_log,
-    contact_addresses,
-    delivery_facts,
-    locked_rows,
-    queries,
-)
-from relay.store.locked_rows import MessageFields, MessageRow
+from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts, queries
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import MessageFields, MessageRow
 from relay.store.models import Contact, Message
 
 log = logging.getLogger("relay.outbox")

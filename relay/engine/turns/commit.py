@@ -28,9 +28,10 @@ from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, EventKind, MessageStatus, Scope, split_scoped_key
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import transitions
-from relay.store import claims, commit_log, instance_rows, locked_rows, queries, state_entries
+from relay.store import claims, commit_log, instance_rows, queries, state_entries
 from relay.store import outbox as outbox_rows
-from relay.store.locked_rows import InstanceFields
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import InstanceFields
 from relay.store.models import Contact, Message, StateEntry, Todo
 from relay.store.outbox import as_draft, outbound_row
 

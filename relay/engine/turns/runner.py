@@ -40,7 +40,8 @@ from relay.core.turns import (
 from relay.engine.conversation import policy
 from relay.engine.runtime import Channels, Runtime, build_agent
 from relay.engine.turns.commit import Decided, TurnCommitter, TurnOutcome, load_state
-from relay.store import claims, locked_rows, queries, turn_rows
+from relay.store import claims, queries, turn_rows
+from relay.store.hotpath import locked_rows
 from relay.store.models import Message
 
 if TYPE_CHECKING:

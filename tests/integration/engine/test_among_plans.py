@@ -1,5 +1,5 @@
 """SQLite plans for the batch queries that pass their ids as one JSON array
-(:mod:`relay.store.among`): each value is looked up in an index, never a scan
+(:mod:`relay.store.hotpath.among`): each value is looked up in an index, never a scan
 of the table, though SQLite cannot see how many values the array holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hot path's batch writes (relay.store.fast_writes) store what SQLAlchemy's own
+"""The hot path's batch writes (relay.store.hotpath.fast_writes) store what SQLAlchemy's own
 ``session.execute(statement, rows)`` stores, on SQLite and PostgreSQL: the same
 text for times and JSON, NULLs, the columns' defaults; they flush the session
 first as it did, and refuse rows whose keys differ instead of guessing."""
@@ -29,7 +29,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes
+from relay.store.hotpath import fast_writes
 from relay.store.models import EventRow, Instance, Message, table_of
 from relay.testing import PHONE, Harness
 

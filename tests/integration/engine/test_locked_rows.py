@@ -15,8 +15,9 @@ from relay.core.states import Event
 from relay.core.turns import Action
 from relay.engine.conversation import transitions
 from relay.engine.turns.runner import TurnRunner
-from relay.store import claims, locked_rows
-from relay.store.locked_rows import InstanceRow, MessageRow, PlainRow
+from relay.store import claims
+from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import InstanceRow, MessageRow, PlainRow
 from relay.store.models import Instance
 from relay.testing import PHONE, Harness, ScriptAgent
 

@@ -40,7 +40,7 @@ def among_param(
     dialect: str, column: Any, name: str | None, value: Any = _NAMED
 ) -> ColumnElement[bool]:
     """``column`` is one of the values of the parameter ``name`` (pass it through
-    :func:`values_param`), for a statement built once (:mod:`relay.store.prepared`)."""
+    :func:`values_param`), for a statement built once (:mod:`relay.store.hotpath.prepared`)."""
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import ARRAY
 

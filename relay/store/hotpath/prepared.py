@@ -8,7 +8,7 @@ cost more than the database's own work for it: in a profile of the daemon,
 SQLAlchemy's statement building was 13 % of its busy time and the ORM's
 execution layer 6 %. A statement built once, with named parameters for what
 changes (``now``, ``limit``, a batch's ids through
-:func:`relay.store.among.among_param`), is a hit in the engine's compiled
+:func:`relay.store.hotpath.among.among_param`), is a hit in the engine's compiled
 cache every time, and a Core execution skips the ORM's layer.
 
 A builder takes the dialect's name (and any flags that change the statement's
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 from sqlalchemy import Connection, Executable, Row, Select
 from sqlalchemy.orm import Session
 
-from relay.store.among import values_param
+from relay.store.hotpath.among import values_param
 
 if TYPE_CHECKING:
     #: Rows of any columns (SQLAlchemy 2.1 types a row by its columns' types;
@@ -70,7 +70,7 @@ def batch(
     **params: Any,
 ) -> Rows:
     """Run the statement ``build`` makes for the session's dialect, its ``ids``
-    parameter (:func:`relay.store.among.among_param`) holding a batch's ``values``."""
+    parameter (:func:`relay.store.hotpath.among.among_param`) holding a batch's ``values``."""
     dialect = dialect_of(session)
     return run(session, build(dialect), {"ids": values_param(dialect, values), **params})
 

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias, TypeVar
 from sqlalchemy import Column, Select, Table, Update, bindparam, select, update
 from sqlalchemy.orm import Session
 
-from relay.store import fast_writes, prepared, tables
-from relay.store.among import among_param, values_param
+from relay.store import tables
 from relay.store.database import affected
+from relay.store.hotpath import fast_writes, prepared
+from relay.store.hotpath.among import among_param, values_param
 
 if TYPE_CHECKING:
     from relay.store.models import Instance, Message
@@ -159,7 +160,7 @@ def selecting(kind: type[PlainRow]) -> Select[Any]:
 
 
 def rows(session: Session, kind: type[R], query: Select[Any], params: Mapping[str, Any]) -> list[R]:
-    """Run a :func:`selecting` query (built once: :mod:`relay.store.prepared`) with
+    """Run a :func:`selecting` query (built once: :mod:`relay.store.hotpath.prepared`) with
     ``params``: one plain row per result row."""
     keys = [column.key for column in kind.columns]
     found = prepared.run(session, query, params)

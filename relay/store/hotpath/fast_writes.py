@@ -60,7 +60,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from relay.store import prepared
+from relay.store.hotpath import prepared
 
 #: The parameter an UPDATE by id takes its row's id from.
 ID_KEY = "_id"
