@@ -22,7 +22,7 @@ from relay.engine.conversation.forecast import at_a_glance
 from relay.engine.verbs import contact_verbs, drafts, lookups
 from relay.engine.verbs import conversations as conversation_verbs
 from relay.engine.views.reports import contact_name
-from relay.store import console_reads
+from relay.store import console_reads, contacts
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
@@ -195,10 +195,8 @@ def needs_person(relay: Runtime, page: str) -> dict[str, Any]:
 
 def _names(relay: Runtime, addresses: set[str]) -> dict[str, str]:
     """The contacts' names by address, for the few drafts listed (one read)."""
-    from relay.store import reads
-
     with relay.store.read_transaction() as session:
-        found = reads.contacts_by_address(session, sorted(addresses))
+        found = contacts.by_addresses(session, sorted(addresses))
         named = {address: contact_name(person.fields) for address, person in found.items()}
     return {address: name for address, name in named.items() if name}
 

@@ -224,10 +224,10 @@ def contact_region(relay: Runtime, address: str) -> str | None:
     else of the configured contacts' time zone (``[defaults] timezone``); None for
     none (``UTC``), and the mail's language decides."""
     from relay.core.zone_regions import region_of_zone
-    from relay.store.queries import contact_by_address
+    from relay.store import contacts
 
     with relay.store.read_transaction() as session:
-        contact = contact_by_address(session, address.strip().lower())
+        contact = contacts.by_address(session, address.strip().lower())
         zone = contact.timezone if contact is not None else None
     return region_of_zone(zone) or region_of_zone(relay.config.settings.defaults.timezone)
 

@@ -24,7 +24,6 @@ from relay.store.hotpath.prepared import dialect_of, per_dialect
 from relay.store.instance_rows import first_two, resolve
 from relay.store.tables import (
     CONTACT_SLOT_INDEX,
-    contacts,
     events,
     instances,
     messages,
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from relay.store.hotpath.prepared import AnySelect
-    from relay.store.models import Contact, Instance, Message, Todo
+    from relay.store.models import Instance, Message, Todo
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
@@ -61,31 +60,6 @@ def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> In
         return session.scalars(query.with_for_update() if lock else query).all()
 
     return resolve(prefix, matching)
-
-
-def contact_by_address(session: Session, address: str) -> Contact | None:
-    """The contact ``address`` names: its own address, else one of its others
-    (:mod:`relay.store.contact_addresses`)."""
-    from relay.store import contact_addresses
-    from relay.store.models import Contact
-
-    found = session.scalar(select(Contact).where(Contact.address == address))
-    if found is not None:
-        return found
-    other = contact_addresses.contact_id_for(session, address)
-    return session.get(Contact, other) if other is not None else None
-
-
-def lock_contact(session: Session, contact_id: int) -> None:
-    """Serialise the commands that decide who holds the contact's slot.
-
-    A conversation that ends (and promotes the next in line) and a ``start`` that
-    sees the slot taken (and queues) must not both decide on what they saw: under
-    READ COMMITTED neither sees the other's uncommitted row, and a queued
-    conversation could wait forever. Both take this lock first; on SQLite every
-    transaction already holds the database's write lock.
-    """
-    session.execute(select(contacts.c.id).where(contacts.c.id == contact_id).with_for_update())
 
 
 def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Instance | None:

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from relay.core.states import NEEDS_PERSON_STATE, QUEUED_STATE
 from relay.core.values import Direction
 from relay.store.due import OUTBOX_PENDING
-from relay.store.tables import contacts, instances, messages
+from relay.store.tables import instances, messages
 
 if TYPE_CHECKING:
-    from relay.store.models import Contact, InboundReject, Message
+    from relay.store.models import InboundReject, Message
 
 #: Marks inbound kept on a conversation that had already ended (``engine.inbound.LATE``).
 LATE_NOTE = "after the conversation ended"
@@ -156,55 +156,6 @@ def import_keys_present(session: Session, keys: Sequence[str]) -> set[str]:
         return set()
     return set(
         session.scalars(select(instances.c.import_key).where(instances.c.import_key.in_(keys)))
-    )
-
-
-def contacts_by_address(session: Session, addresses: Sequence[str]) -> dict[str, Contact]:
-    from relay.store.models import Contact
-
-    if not addresses:
-        return {}
-    found = {
-        c.address: c for c in session.scalars(select(Contact).where(Contact.address.in_(addresses)))
-    }
-    from relay.store import contact_addresses
-
-    others = contact_addresses.contact_ids_for(session, set(addresses) - set(found))
-    if others:
-        people = session.scalars(select(Contact).where(Contact.id.in_(set(others.values()))))
-        by_id = {c.id: c for c in people}
-        found.update((address, by_id[i]) for address, i in others.items())
-    return found
-
-
-def lock_contacts(session: Session, contact_ids: Sequence[int]) -> dict[int, Any]:
-    """Lock many contacts at once (in id order, so two imports cannot deadlock) and
-    read what decides whether they may be written to: the many-row form of
-    :func:`relay.store.queries.lock_contact`."""
-    if not contact_ids:
-        return {}
-    rows = session.execute(
-        select(
-            contacts.c.id,
-            contacts.c.opted_out_at,
-            contacts.c.undeliverable_at,
-            contacts.c.undeliverable_reason,
-        )
-        .where(contacts.c.id.in_(sorted(contact_ids)))
-        .order_by(contacts.c.id)
-        .with_for_update()
-    )
-    return {row.id: row for row in rows}
-
-
-def slot_holders(session: Session, contact_ids: Sequence[int]) -> set[int]:
-    """Which of these contacts have a conversation holding their slot."""
-    if not contact_ids:
-        return set()
-    return set(
-        session.scalars(
-            select(instances.c.contact_slot).where(instances.c.contact_slot.in_(contact_ids))
-        )
     )
 
 

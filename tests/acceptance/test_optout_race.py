@@ -159,9 +159,9 @@ def test_the_wait_is_bounded_and_a_send_still_under_way_is_reported(
         Pulse(relay, "d1").run()
     relay_channel.fail_always = None
     with relay.store.transaction() as session:
-        from relay.store import contact_work, queries
+        from relay.store import contact_work, contacts
 
-        contact = queries.contact_by_address(session, PHONE)
+        contact = contacts.by_address(session, PHONE)
         assert contact is not None
         contact_id = contact.id
         assert contact_work.unsettled_to(session, contact_id, clock.now()) == 1

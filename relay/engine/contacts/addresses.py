@@ -43,7 +43,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput, NotFound
-from relay.store import contact_addresses, queries
+from relay.store import contact_addresses, contacts
 
 if TYPE_CHECKING:
     from relay.channels.base import Inbound
@@ -230,7 +230,7 @@ def normalise(rt: Runtime, contact: str) -> str:
 
 
 def find(session: Session, address: str) -> Contact:
-    found = queries.contact_by_address(session, address)
+    found = contacts.by_address(session, address)
     if found is None:
         raise NotFound(f"no contact {address}")
     return found
@@ -239,7 +239,7 @@ def find(session: Session, address: str) -> Contact:
 def find_or_create(session: Session, address: Address, now: datetime) -> Contact:
     from relay.store.models import Contact
 
-    found = queries.contact_by_address(session, address.value)
+    found = contacts.by_address(session, address.value)
     if found is not None:
         if address.name and not (found.fields or {}).get("name"):
             found.fields = {**(found.fields or {}), "name": address.name}  # "Ana <ana@x.com>"
@@ -254,7 +254,7 @@ def find_or_create(session: Session, address: Address, now: datetime) -> Contact
             session.flush()
             contact_addresses.add_own(session, contact, now)
     except IntegrityError:
-        existing = queries.contact_by_address(session, address.value)
+        existing = contacts.by_address(session, address.value)
         if existing is None:
             raise
         return existing

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
-from relay.store import instance_rows, state_entries
+from relay.store import contacts, instance_rows, state_entries
 from relay.store.models import Contact, StateEntry
 
 if TYPE_CHECKING:
@@ -116,11 +116,9 @@ def used_again(
     ``provider_id``) opts out again: the contact may have opted back in since (a
     retried POST while still opted out changes nothing). Only the one-click
     route's ids: a mail re-read after a mailbox rebuild must not undo a later opt-in."""
-    from relay.store import queries
-
     if not provider_id.startswith(ONE_CLICK):
         return
-    queries.lock_contact(session, contact_id)
+    contacts.lock(session, contact_id)
     person = session.get(Contact, contact_id, populate_existing=True)
     if person is not None and person.opted_out_at is None:
         opt_out(session, person, now, reason=f"unsubscribe on {channel} (link used again)")

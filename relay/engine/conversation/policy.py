@@ -38,7 +38,7 @@ from relay.config import Config
 from relay.core.errors import InvalidInput, RelayError
 from relay.core.legal_hours import Constraint, Hours, hours_for, next_allowed, table
 from relay.core.windows import Window, parse_window, zone
-from relay.store import contact_rows
+from relay.store import contacts
 
 if TYPE_CHECKING:
     from relay.store.hotpath.locked_rows import InstanceFields
@@ -171,7 +171,7 @@ def next_window_open(
     if window is None and not needs_place(config):
         return now  # no window, no rules: no need to read the contact
     if places is None or instance.contact_id not in places:
-        places = contact_rows.place_facts(session, [instance.contact_id])
+        places = contacts.place_facts(session, [instance.contact_id])
     address, timezone = places[instance.contact_id]
     return opens(hold_for(window, address, timezone, config), now)
 
@@ -187,7 +187,7 @@ def places_of(
     """The places of a batch's contacts in one query (none when no rule reads them)."""
     if not instances or not (needs_place(config) or config.settings.defaults.window):
         return {}
-    return contact_rows.place_facts(session, {i.contact_id for i in instances})
+    return contacts.place_facts(session, {i.contact_id for i in instances})
 
 
 @cache

@@ -34,7 +34,7 @@ from relay.core.states import (
     next_state,
 )
 from relay.core.values import EventKind, MessageStatus
-from relay.store import claims, commit_log, funnel, queries
+from relay.store import claims, commit_log, contacts, funnel, queries
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
 from relay.store.hotpath import locked_rows
@@ -289,7 +289,7 @@ def promote_next(
     reason: str = "the contact's previous conversation ended",
 ) -> Instance | None:
     """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
-    queries.lock_contact(session, contact_id)
+    contacts.lock(session, contact_id)
     session.flush()
     if queries.slot_holder(session, contact_id) is not None:
         return None

@@ -12,7 +12,7 @@ from typing import Any
 
 from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.runtime import Context, Runtime
-from relay.store import queries
+from relay.store import contacts
 
 
 def address_problem(rt: Context, channel: str, address: str) -> str | None:
@@ -47,7 +47,7 @@ def reach(rt: Runtime, channel: str, address: str) -> str:
     from relay.engine.contacts.addresses import reach
 
     with rt.store.read_transaction() as session:
-        person = queries.contact_by_address(session, address)
+        person = contacts.by_address(session, address)
         if person is None:
             return address
         return reach(session, channel, person.id, address)

@@ -22,7 +22,7 @@ from relay.engine.contacts.addresses import kind_of
 from relay.engine.conversation import transitions
 from relay.engine.verbs.ladders import give_addresses
 from relay.engine.verbs.new_conversation import merge_contact_fields
-from relay.store import bulk_inserts, reads
+from relay.store import bulk_inserts, contacts
 from relay.store.ids import new_instance_id
 from relay.store.models import Contact
 
@@ -38,8 +38,8 @@ def create_many(
 ) -> list[tuple[str, str] | str]:
     """For each spec, ``(instance id, state)`` or the reason it was not started."""
     people = _contacts(relay, session, [s.address for s in specs], now)
-    locked = reads.lock_contacts(session, [p.id for p in people.values()])
-    busy = reads.slot_holders(session, list(locked))
+    locked = contacts.lock_many(session, [p.id for p in people.values()])
+    busy = contacts.slots_taken(session, list(locked))
     rows: dict[str, list[dict[str, Any]]] = {"instances": [], "todos": [], "changes": []}
     results: list[tuple[str, str] | str] = []
     for spec in specs:
@@ -70,7 +70,7 @@ def create_many(
 def _contacts(
     relay: Runtime, session: Session, addresses: list[str], now: datetime
 ) -> dict[str, Contact]:
-    found = reads.contacts_by_address(session, addresses)
+    found = contacts.by_addresses(session, addresses)
     missing = sorted(set(addresses) - set(found))
     if missing:
         bulk_inserts.insert_contacts(
@@ -80,7 +80,7 @@ def _contacts(
                 for a in missing
             ],
         )
-        found = reads.contacts_by_address(session, addresses)
+        found = contacts.by_addresses(session, addresses)
         bulk_inserts.insert_contact_addresses(
             session,
             [

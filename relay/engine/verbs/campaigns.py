@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from relay.core.errors import Erased, InvalidInput, NoConsent, OptedOut, RelayError, Undeliverable
 from relay.engine.verbs import admission, ladders, starting
-from relay.store import reads
+from relay.store import contacts, reads
 from relay.store.tables import IMPORT_KEY_INDEX
 
 if TYPE_CHECKING:
@@ -324,7 +324,7 @@ def _run_chunk(
     specs = [spec for _, spec in chunk if not isinstance(spec, str)]
     with rt.store.transaction() as session:
         done = reads.import_keys_present(session, [s.import_key or "" for s in specs])
-        known = reads.contacts_by_address(session, [s.address for s in specs])
+        known = contacts.by_addresses(session, [s.address for s in specs])
         refused = admission.refusals(session, rt, specs, known)
         now = rt.now()
         results: dict[int, RowReport] = {}

@@ -23,7 +23,8 @@ from relay.engine.runtime import Context, Runtime
 from relay.engine.verbs import privacy
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
-from relay.store import contact_addresses, contact_rows, queries
+from relay.store import contact_addresses, queries
+from relay.store import contacts as store_contacts
 
 if TYPE_CHECKING:
     from relay.engine.contacts.addresses import ChatLink
@@ -55,7 +56,7 @@ def contact(rt: Runtime, contact: str) -> ContactView:
 def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView:
     holder = queries.slot_holder(session, person.id)
     waiting = queries.queued_instances(session, person.id)
-    unrouted = contact_rows.unrouted_of(session, person.id)
+    unrouted = store_contacts.unrouted_of(session, person.id)
     return ContactView(
         address=person.address,
         kind=person.kind,

@@ -25,7 +25,7 @@ from relay.engine.runtime import Context, Runtime
 from relay.engine.verbs.lookups import parse_state
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import why
-from relay.store import arrivals, contact_rows, instance_rows, queries
+from relay.store import arrivals, contacts, instance_rows, queries
 
 # The write side (transitions, audit, inbound, the outbox, the ORM's mapped
 # classes) is imported by the verbs that use it: a read command (list, show,
@@ -70,7 +70,7 @@ def instances(
 def transcript(rt: Runtime, instance_id: str) -> list[MessageView]:
     with rt.store.read_transaction() as session:
         instance = instance_rows.instance_row(session, instance_id)
-        address = contact_rows.address_of(session, instance.contact_id)
+        address = contacts.address_of(session, instance.contact_id)
         return [MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)]
 
 
@@ -96,7 +96,7 @@ def view_of(
     """The instance's view: a Core row read by ``show``, or the mapped object a
     command changed (its changes flushed before these reads); ``since``: the
     command's time, for what it reports in flight (:func:`queries.in_flight`)."""
-    address = contact_rows.address_of(session, instance.contact_id)
+    address = contacts.address_of(session, instance.contact_id)
     todos = queries.todo_rows_for(session, [instance.id], whole=True)[instance.id]
     upcoming = forecast.next_message(session, instance, rt.config, rt.now())
     late = arrivals.late_replies(session, instance.id) if State(instance.state).terminal else 0
@@ -199,7 +199,7 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
             # The silence now counts from the operator's message.
             instance.next_heartbeat_at = now + timedelta(seconds=instance.heartbeat_seconds)
             instance.version += 1
-        return MessageView.build(message, contact_rows.address_of(session, instance.contact_id))
+        return MessageView.build(message, contacts.address_of(session, instance.contact_id))
 
 
 def retry(rt: Context, message_id: int) -> MessageView:

@@ -37,7 +37,7 @@ from relay.core.values import Author, EventKind, MessageStatus
 from relay.engine.conversation import audit, transitions
 from relay.engine.turns.commit import REJECTED_KEY, store_state
 from relay.engine.views.instances import MessageView
-from relay.store import contact_rows, draft_rows, queries
+from relay.store import contacts, draft_rows, queries
 from relay.store.outbox import queue_outbound
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def approve(relay: Runtime, message_id: int, *, actor: str, text: str | None = N
         audit.record(session, "approve", instance.id, args, now, actor=actor)
         instance.approval = after_approval(instance.approval)
         _one_less(instance, out.created_at)
-        return MessageView.build(out, contact_rows.address_of(session, instance.contact_id))
+        return MessageView.build(out, contacts.address_of(session, instance.contact_id))
 
 
 def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> MessageView:
@@ -154,7 +154,7 @@ def reject(relay: Runtime, message_id: int, *, actor: str, reason: str) -> Messa
             )
             # The countdown kept for the rejected draft is not this turn's.
             instance.heartbeat_remaining_seconds = None
-        return MessageView.build(draft, contact_rows.address_of(session, instance.contact_id))
+        return MessageView.build(draft, contacts.address_of(session, instance.contact_id))
 
 
 def _locked_draft(session: Session, message_id: int) -> tuple[Instance, Message]:

@@ -28,7 +28,7 @@ from relay.core.errors import ConfigError, InvalidInput
 from relay.engine.contacts import addresses
 from relay.engine.contacts.addresses import Address, address_for, kind_of
 from relay.engine.verbs import backend_checks
-from relay.store import contact_addresses, queries
+from relay.store import contact_addresses, contacts
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Context
@@ -110,7 +110,7 @@ def _addresses(store: Store, spec: NewConversation) -> tuple[list[tuple[str, str
     (a ladder skips them, :mod:`relay.core.optout_scope`)."""
     found = {kind_of(spec.address): spec.address}
     with store.read_transaction() as session:
-        person = queries.contact_by_address(session, spec.address)
+        person = contacts.by_address(session, spec.address)
         held = contact_addresses.of_contact(session, person.id) if person is not None else {}
         closed = set(contact_addresses.opt_outs_of(session, person.id)) if person else set()
     for kind, address in (*sorted(held.items(), key=_kind_order), *spec.addresses):

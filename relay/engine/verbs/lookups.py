@@ -31,6 +31,7 @@ from relay.engine.views.reports import (
 )
 from relay.engine.views.status import DaemonView, StatusView
 from relay.store import arrivals, due, queries, status_counts
+from relay.store import contacts as store_contacts
 from relay.store import daemons as daemons_table
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def watch(
         s.value for s in State if finished or not s.terminal
     ]  # fmt: skip
     with rt.store.read_transaction() as session:
-        person = queries.contact_by_address(session, normalise(rt, contact)) if contact else None
+        person = store_contacts.by_address(session, normalise(rt, contact)) if contact else None
         if contact and person is None:
             return []
         rows = reads.watch_rows(

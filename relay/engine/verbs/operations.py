@@ -14,7 +14,7 @@ from relay.core.values import Direction, MessageStatus
 from relay.engine.views.instances import MessageView
 from relay.engine.views.reports import ContactRow, InboxItem, contact_name
 from relay.store import instance_rows, reads
-from relay.store.contact_rows import address_of
+from relay.store.contacts import address_of
 from relay.store.models import Contact, Message
 
 INBOX_KINDS = ("unrouted", "late", "rejected")

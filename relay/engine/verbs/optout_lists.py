@@ -76,7 +76,7 @@ def import_opt_outs(
     from relay.engine.contacts import addresses as contacts
     from relay.engine.conversation import audit
     from relay.engine.inbound import ingest as inbound
-    from relay.store import queries
+    from relay.store import contacts as store_contacts
 
     report = OptOutImport()
     parsed = []
@@ -92,7 +92,7 @@ def import_opt_outs(
                 report.already += 1
                 continue
             seen.add(one.value)
-            person = queries.contact_by_address(session, one.value)
+            person = store_contacts.by_address(session, one.value)
             if person is not None and person.opted_out_at is not None:
                 report.already += 1
                 continue

@@ -28,7 +28,7 @@ from relay.core.errors import ConfigError, Erased, NotFound
 from relay.core.suppression import MIN_KEY_LENGTH, address_hash, key_id
 from relay.engine.contacts.addresses import normalise_address
 from relay.engine.conversation import audit
-from relay.store import person_rows, queries
+from relay.store import contacts, person_rows
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -72,7 +72,7 @@ def _key(runtime: Runtime, *, needed: bool) -> bytes | None:
 def _addresses(session: Session, runtime: Runtime, contact: str) -> tuple[str, Any, list[str]]:
     """The normalised address, its contact row (or None) and every address of it."""
     address = normalise_address(contact, runtime.config.settings.defaults.region).value
-    person = queries.contact_by_address(session, address)
+    person = contacts.by_address(session, address)
     if person is None:
         return address, None, [address]
     addresses = [address, *person_rows.alias_addresses(session, person.id)]
@@ -122,7 +122,7 @@ def erase_contact(runtime: Runtime, contact: str) -> Erasure:
         person_rows.secure_delete(session)
         address, person, addresses = _addresses(session, runtime, contact)
         if person is not None:
-            queries.lock_contact(session, person.id)
+            contacts.lock(session, person.id)
         deleted = person_rows.delete_person(session, person.id if person else None, addresses)
         now = runtime.now()
         hashes = [address_hash(key, a) for a in addresses]

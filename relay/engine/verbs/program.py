@@ -14,7 +14,7 @@ from relay.core.errors import InvalidInput
 from relay.engine.views.events import EventView
 from relay.engine.views.instances import MessageView, TodoView
 from relay.engine.views.reports import ResultTodo, ResultView
-from relay.store import contact_rows, queries
+from relay.store import contacts, queries
 from relay.store import events as store_events
 from relay.store.models import Instance
 
@@ -92,8 +92,8 @@ def build_results(session: Session, instances: Sequence[Instance]) -> list[Resul
     todos = queries.todos_for(session, ids)
     message_ids = [t.answer_message_id for ts in todos.values() for t in ts if t.answer_message_id]
     messages = queries.messages_by_id(session, message_ids)
-    contacts = {i.contact_id for i in instances}
-    addresses = contact_rows.addresses_by_id(session, contacts)
+    contact_ids = {i.contact_id for i in instances}
+    addresses = contacts.addresses_of(session, contact_ids)
     results = []
     for instance in instances:
         address = addresses.get(instance.contact_id, "")

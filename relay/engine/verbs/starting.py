@@ -40,6 +40,7 @@ from relay.engine.verbs.new_conversation import (
     refuse_empty,
 )
 from relay.engine.views.instances import InstanceView
+from relay.store import contacts as store_contacts
 from relay.store import queries
 from relay.store.ids import new_instance_id
 
@@ -185,7 +186,7 @@ def create(
 
     privacy.refuse_erased(session, rt, spec.address)
     person = contacts.find_or_create(session, address_for(rt, spec.address), now)
-    queries.lock_contact(session, person.id)
+    store_contacts.lock(session, person.id)
     if rt.config.settings.compliance.require_consent and not (spec.consent or person.consent):
         raise NoConsent(f"contact {spec.address} has no consent record: give --consent "
                         '"WHERE WHEN" ([compliance] require_consent is on)')  # fmt: skip
@@ -275,7 +276,7 @@ def _take_slot(
 ) -> None:
     """Claim the contact's slot, or queue behind its holder.
 
-    The caller holds the contact's lock (:func:`queries.lock_contact`), as does
+    The caller holds the contact's lock (:func:`store_contacts.lock`), as does
     every conversation that frees the slot, so what is seen here is what is;
     the unique index stays as the last word.
     """

@@ -19,8 +19,8 @@ from cli_checks import ok, valid
 from engine_support import ChatServer, chat_server
 
 from relay.channels.base import Inbound, Incoming
+from relay.store import contacts
 from relay.store.migrate import upgrade_url
-from relay.store.queries import contact_by_address
 from relay.testing import PHONE, Harness
 
 KEY = "sk-intent-0123456789"
@@ -123,7 +123,7 @@ def test_an_opt_out_label_opts_the_contact_out(labelling: Harness, chat: ChatSer
     view = labelling.view(iid)
     assert (view.state, view.end_reason) == ("COMPLETED", "opted_out")
     with labelling.relay.store.read_transaction() as session:
-        person = contact_by_address(session, PHONE)
+        person = contacts.by_address(session, PHONE)
         assert person is not None and person.opt_out_reason == "intent opt_out on cli"
 
 
