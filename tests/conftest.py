@@ -368,11 +368,11 @@ def drive() -> Callable[..., str]:
     """Apply events to one instance in one transaction; returns the final state."""
     from relay.core.states import Event
     from relay.engine.conversation import transitions
-    from relay.store import queries
+    from relay.store import instances
 
     def apply(relay: Any, instance_id: str, *events: Event | str, actor: str = "test") -> str:
         with relay.store.transaction() as session:
-            instance = queries.resolve_instance(session, instance_id, lock=True)
+            instance = instances.resolve(session, instance_id, lock=True)
             for event in events:
                 transitions.apply_event(
                     session, instance, Event(event), now=relay.now(), actor=actor

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from relay.core.errors import InvalidInput
 from relay.engine.verbs import drafts
-from relay.store import draft_rows, queries
+from relay.store import draft_rows, instances
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Context, Runtime
@@ -46,7 +46,7 @@ def _message_id(relay: Runtime, instance_id: str, given: str | None) -> int:
         raise InvalidInput(f"a message id is a positive whole number, not {text!r}")
     message_id = int(text)
     with relay.store.read_transaction() as session:
-        conversation = queries.resolve_instance(session, instance_id).id
+        conversation = instances.resolve(session, instance_id).id
         owner = draft_rows.instance_of(session, message_id)
     if owner is not None and owner != conversation:
         raise InvalidInput(f"message {message_id} is not in conversation {conversation}")

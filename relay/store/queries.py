@@ -12,20 +12,17 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, Select, and_, exists, func, or_, select
+from sqlalchemy import Row, Select, and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from relay.core.states import PAUSED_STATES, QUEUED_STATE, QUEUED_STATES, values
 from relay.core.values import MessageStatus
 from relay.store.hotpath import prepared
 from relay.store.hotpath.among import among, among_param
 from relay.store.hotpath.prepared import dialect_of, per_dialect
-from relay.store.instance_rows import first_two, resolve
 from relay.store.tables import (
     CONTACT_SLOT_INDEX,
     events,
-    instances,
     messages,
     todos,
 )
@@ -34,7 +31,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from relay.store.hotpath.prepared import AnySelect
-    from relay.store.models import Instance, Message, Todo
+    from relay.store.models import Message, Todo
 
 
 def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
@@ -47,62 +44,6 @@ def is_violation(exc: IntegrityError, name: str, column: str) -> bool:
 
 def is_slot_violation(exc: IntegrityError) -> bool:
     return is_violation(exc, CONTACT_SLOT_INDEX, "instances.contact_slot")
-
-
-def resolve_instance(session: Session, prefix: str, *, lock: bool = False) -> Instance:
-    """The instance whose id starts with ``prefix``, for a command that changes it
-    (``lock``: its row lock); unknown or ambiguous is an error (see
-    :func:`relay.store.instance_rows.resolve`)."""
-    from relay.store.models import Instance
-
-    def matching(where: Any) -> Sequence[Instance]:
-        query = first_two(select(Instance), where)
-        return session.scalars(query.with_for_update() if lock else query).all()
-
-    return resolve(prefix, matching)
-
-
-def slot_holder(session: Session, contact_id: int, *, lock: bool = False) -> Instance | None:
-    """The instance holding the contact's slot; ``lock`` takes its row lock and
-    re-reads it, so a decision based on its state cannot race a concurrent event
-    (a heartbeat firing while a reply arrives)."""
-    from relay.store.models import Instance
-
-    query = select(Instance).where(Instance.contact_slot == contact_id)
-    if lock:
-        query = query.with_for_update().execution_options(populate_existing=True)
-    return session.scalar(query)
-
-
-def oldest_queued(session: Session, contact_id: int) -> Instance | None:
-    """The next instance in the contact's FIFO (paused queued ones keep their place
-    without blocking)."""
-    from relay.store.models import Instance
-
-    return session.scalar(
-        select(Instance)
-        .where(Instance.contact_id == contact_id, Instance.state == QUEUED_STATE.value)
-        .order_by(Instance.seq)
-        .limit(1)
-        .with_for_update()
-    )
-
-
-def queued_instances(session: Session, contact_id: int) -> Sequence[Instance]:
-    """Instances waiting for the contact's slot, paused or not, oldest first."""
-    from relay.store.models import Instance
-
-    return session.scalars(
-        select(Instance)
-        .where(Instance.contact_id == contact_id, Instance.contact_slot.is_(None))
-        .where(Instance.state.in_(sorted(values(QUEUED_STATES | PAUSED_STATES))))
-        .order_by(Instance.seq)
-    ).all()
-
-
-def slot_holder_id(session: Session, contact_id: int) -> str | None:
-    """The id of the instance holding the contact's slot, to read."""
-    return session.scalar(select(instances.c.id).where(instances.c.contact_slot == contact_id))
 
 
 UNDELIVERABLE = (
@@ -294,33 +235,6 @@ def in_flight(session: Session, instance_id: str, since: datetime | None = None)
         return count_messages(session, instance_id, sending)
     since_then = and_(messages.c.status == MessageStatus.SENT.value, messages.c.sent_at >= since)
     return count_messages(session, instance_id, or_(sending, since_then))
-
-
-def stranded_queues(session: Session) -> list[int]:
-    """Contacts with a QUEUED conversation and no conversation holding their slot."""
-    holder = instances.alias()
-    return list(
-        session.scalars(
-            select(instances.c.contact_id)
-            .where(
-                instances.c.state == QUEUED_STATE.value,
-                ~exists().where(holder.c.contact_slot == instances.c.contact_id),
-            )
-            .distinct()
-        )
-    )
-
-
-def instances_by_id(session: Session, instance_ids: Sequence[str]) -> Sequence[Instance]:
-    """Instances by exact id, in the order given (unknown ids are left out)."""
-    from relay.store.models import Instance
-
-    if not instance_ids:
-        return []
-    found = {
-        i.id: i for i in session.scalars(select(Instance).where(Instance.id.in_(instance_ids)))
-    }
-    return [found[i] for i in instance_ids if i in found]
 
 
 def messages_by_id(session: Session, message_ids: Sequence[int]) -> dict[int, Message]:

@@ -41,7 +41,7 @@ from sqlalchemy import func, select
 from relay.core.errors import Refused
 from relay.core.states import TERMINAL, Event, State, holds_slot, next_state
 from relay.engine.conversation import transitions
-from relay.store import queries
+from relay.store import instances as store_instances
 from relay.store.models import Contact, EventRow, Instance
 
 CONTACTS_PER_EXAMPLE = 3
@@ -205,7 +205,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     def _apply(self, instance_id: str, *events: Event) -> None:
         with self.relay.store.transaction() as session:
-            instance = queries.resolve_instance(session, instance_id, lock=True)
+            instance = store_instances.resolve(session, instance_id, lock=True)
             for event in events:
                 transitions.apply_event(session, instance, event, now=self.relay.now(), actor="t")
 

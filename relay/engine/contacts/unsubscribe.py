@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from relay.core.errors import InvalidInput
-from relay.store import contacts, instance_rows, state_entries
+from relay.store import contacts, instances, state_entries
 from relay.store.models import Contact, StateEntry
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def resolve(relay: Runtime, token: str) -> tuple[str, str]:
         person = session.get(Contact, contact_id)
         if person is None:
             raise InvalidInput("unknown or invalid unsubscribe token")
-        instance = instance_rows.instance_by_id(session, instance_id) if instance_id else None
+        instance = instances.by_id(session, instance_id) if instance_id else None
         channel = instance.channel if instance is not None else "email"
         return person.address, channel
 

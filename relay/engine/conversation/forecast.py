@@ -27,7 +27,7 @@ from relay.core.states import (
 )
 from relay.core.values import MessageStatus
 from relay.engine.conversation import policy
-from relay.store import queries, reads
+from relay.store import instances, queries, reads
 
 if TYPE_CHECKING:
     from relay.store.models import Instance, Message
@@ -95,7 +95,7 @@ def _held(session: Session, instance: Instance | Row[Any], state: State) -> Fore
     """What a conversation that no turn serves waits for: its turn in the queue, a
     resume, or a person."""
     if state in QUEUED_STATES:
-        return Forecast(Next.QUEUED, detail=queries.slot_holder_id(session, instance.contact_id))
+        return Forecast(Next.QUEUED, detail=instances.slot_holder_id(session, instance.contact_id))
     if state in PAUSED_STATES:
         return Forecast(
             Next.PAUSED,

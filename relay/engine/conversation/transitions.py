@@ -34,7 +34,7 @@ from relay.core.states import (
     next_state,
 )
 from relay.core.values import EventKind, MessageStatus
-from relay.store import claims, commit_log, contacts, funnel, queries
+from relay.store import claims, commit_log, contacts, funnel, instances, queries
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
 from relay.store.hotpath import locked_rows
@@ -291,9 +291,9 @@ def promote_next(
     """Give a free slot to the contact's oldest QUEUED instance (FIFO by creation)."""
     contacts.lock(session, contact_id)
     session.flush()
-    if queries.slot_holder(session, contact_id) is not None:
+    if instances.slot_holder(session, contact_id) is not None:
         return None
-    waiting = queries.oldest_queued(session, contact_id)
+    waiting = instances.oldest_queued(session, contact_id)
     if waiting is None:
         return None
     apply_event(

@@ -48,7 +48,7 @@ from relay.engine.contacts.bounce_marks import (
 from relay.engine.contacts.optouts import opt_out
 from relay.engine.conversation import fallback, transitions
 from relay.engine.inbound import receipt_order
-from relay.store import arrivals, claims, failures, funnel, on_commit, queries
+from relay.store import arrivals, claims, failures, funnel, instances, on_commit
 from relay.store.models import Contact, InboundReject, Instance, Message
 
 log = logging.getLogger("relay.inbound")
@@ -325,7 +325,7 @@ def _route(
     contact's slot; then, when none is live, the contact's last conversation, so
     that a reply after the end is seen on it rather than lost among the unrouted.
     """
-    holder = queries.slot_holder(session, person.id, lock=True)
+    holder = instances.slot_holder(session, person.id, lock=True)
     answered = arrivals.instance_answered_by(session, references)
     if answered is not None and (holder is None or holder.id != answered):
         instance = claims.lock_instance(session, answered)

@@ -28,7 +28,8 @@ from relay.core.turns import Action, TurnContext, TurnPlan, TurnReason
 from relay.core.values import Author, EventKind, MessageStatus, Scope, split_scoped_key
 from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import transitions
-from relay.store import claims, commit_log, instance_rows, queries, state_entries
+from relay.store import claims, commit_log, queries, state_entries
+from relay.store import instances as store_instances
 from relay.store import outbox as outbox_rows
 from relay.store.hotpath import locked_rows
 from relay.store.hotpath.locked_rows import InstanceFields
@@ -281,7 +282,7 @@ class TurnCommitter:
             instance.id,
             instance_id=instance.id,
         )
-        state = instance_rows.state_of(session, instance.id) or instance.state
+        state = store_instances.state_of(session, instance.id) or instance.state
         return TurnOutcome(instance.id, context.reason.value, state)
 
     def _reconsider(self, instance: InstanceFields, reason: TurnReason) -> TurnOutcome:
@@ -330,10 +331,10 @@ class TurnCommitter:
             extra={"instance_id": instance_id},
         )
         if session is not None:
-            state = instance_rows.state_of(session, instance_id)
+            state = store_instances.state_of(session, instance_id)
         else:
             with self.relay.store.transaction() as own:
-                state = instance_rows.state_of(own, instance_id)
+                state = store_instances.state_of(own, instance_id)
         return TurnOutcome(
             instance_id,
             reason.value,

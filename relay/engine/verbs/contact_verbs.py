@@ -23,7 +23,7 @@ from relay.engine.runtime import Context, Runtime
 from relay.engine.verbs import privacy
 from relay.engine.views.instances import ContactView, MessageView
 from relay.engine.views.marks import UndeliverableMark
-from relay.store import contact_addresses, queries
+from relay.store import contact_addresses, instances
 from relay.store import contacts as store_contacts
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ def contact(rt: Runtime, contact: str) -> ContactView:
 
 
 def _contact_view(rt: Runtime, session: Session, person: Contact) -> ContactView:
-    holder = queries.slot_holder(session, person.id)
-    waiting = queries.queued_instances(session, person.id)
+    holder = instances.slot_holder(session, person.id)
+    waiting = instances.queued(session, person.id)
     unrouted = store_contacts.unrouted_of(session, person.id)
     return ContactView(
         address=person.address,

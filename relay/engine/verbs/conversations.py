@@ -25,7 +25,8 @@ from relay.engine.runtime import Context, Runtime
 from relay.engine.verbs.lookups import parse_state
 from relay.engine.views.instances import InstanceView, MessageView, TransitionView
 from relay.engine.views.reports import why
-from relay.store import arrivals, contacts, instance_rows, queries
+from relay.store import arrivals, contacts, queries
+from relay.store import instances as store_instances
 
 # The write side (transitions, audit, inbound, the outbox, the ORM's mapped
 # classes) is imported by the verbs that use it: a read command (list, show,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 def get(rt: Runtime, instance_id: str) -> InstanceView:
     with rt.store.read_transaction() as session:
-        return view_of(rt, session, instance_rows.instance_row(session, instance_id))
+        return view_of(rt, session, store_instances.row(session, instance_id))
 
 
 def instances(
@@ -53,7 +54,7 @@ def instances(
     state_value = parse_state(state).value if state else None
     address = normalise(rt, contact) if contact else None
     with rt.store.read_transaction() as session:
-        rows = instance_rows.newest_instances(
+        rows = store_instances.newest(
             session, state=state_value, address=address, campaign=campaign, limit=limit
         )
         ids = [row.id for row in rows]
@@ -69,7 +70,7 @@ def instances(
 
 def transcript(rt: Runtime, instance_id: str) -> list[MessageView]:
     with rt.store.read_transaction() as session:
-        instance = instance_rows.instance_row(session, instance_id)
+        instance = store_instances.row(session, instance_id)
         address = contacts.address_of(session, instance.contact_id)
         return [MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)]
 
@@ -77,7 +78,7 @@ def transcript(rt: Runtime, instance_id: str) -> list[MessageView]:
 def history(rt: Runtime, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
     """The transition log; with ``commands``, the audited operator commands too."""
     with rt.store.read_transaction() as session:
-        instance = instance_rows.instance_row(session, instance_id)
+        instance = store_instances.row(session, instance_id)
         rows = [TransitionView.build(r) for r in queries.history_of(session, instance.id)]
     if not commands:
         return rows
@@ -127,7 +128,7 @@ def _event(
     from relay.store.outbox import cancel_outbox
 
     with rt.store.transaction() as session:
-        instance = queries.resolve_instance(session, instance_id, lock=True)
+        instance = store_instances.resolve(session, instance_id, lock=True)
         now = rt.now()
         transitions.apply_event(session, instance, event, now=now, actor=actor, reason=reason)
         if actor == OPERATOR:
@@ -169,7 +170,7 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
 
     body = clean_text(text, "message")
     with rt.store.transaction() as session:
-        instance = queries.resolve_instance(session, instance_id, lock=True)
+        instance = store_instances.resolve(session, instance_id, lock=True)
         state = State(instance.state)
         if state in TERMINAL:
             raise Refused(

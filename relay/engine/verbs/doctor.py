@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 from relay.core.clock import isoformat
 from relay.core.states import HEARTBEAT_STATES, PAUSED_STATES, QUEUED_STATE, State, holds_slot
 from relay.engine.conversation import transitions
-from relay.store import arrivals, doubts, health, pushes, queries
+from relay.store import arrivals, doubts, health, pushes
+from relay.store import instances as store_instances
 from relay.store.models import Instance
 
 log = logging.getLogger("relay.doctor")
@@ -90,7 +91,7 @@ def repair(relay: Runtime, *, actor: str = "doctor") -> list[Finding]:
     fixed = []
     with relay.store.transaction() as session:
         now = relay.now()
-        for contact_id in queries.stranded_queues(session):
+        for contact_id in store_instances.stranded_queues(session):
             promoted = transitions.promote_next(
                 session,
                 contact_id,

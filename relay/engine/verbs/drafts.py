@@ -37,7 +37,7 @@ from relay.core.values import Author, EventKind, MessageStatus
 from relay.engine.conversation import audit, transitions
 from relay.engine.turns.commit import REJECTED_KEY, store_state
 from relay.engine.views.instances import MessageView
-from relay.store import contacts, draft_rows, queries
+from relay.store import contacts, draft_rows, instances
 from relay.store.outbox import queue_outbound
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class DraftView:
 def pending(relay: Runtime, instance_id: str | None = None) -> list[DraftView]:
     """The drafts awaiting approval, oldest first (``instance_id``: one conversation's)."""
     with relay.store.read_transaction() as session:
-        iid = queries.resolve_instance(session, instance_id).id if instance_id else None
+        iid = instances.resolve(session, instance_id).id if instance_id else None
         rows = draft_rows.pending(session, iid)
     now = relay.now()
     return [
@@ -165,7 +165,7 @@ def _locked_draft(session: Session, message_id: int) -> tuple[Instance, Message]
     instance_id = draft_rows.instance_of(session, message_id)
     if instance_id is None:
         raise NotFound(f"no message {message_id}")
-    instance = queries.resolve_instance(session, instance_id, lock=True)
+    instance = instances.resolve(session, instance_id, lock=True)
     draft = draft_rows.message(session, message_id)
     assert draft is not None
     session.refresh(draft)

@@ -30,7 +30,7 @@ from relay.engine.views.reports import (
     contact_name,
 )
 from relay.engine.views.status import DaemonView, StatusView
-from relay.store import arrivals, due, queries, status_counts
+from relay.store import arrivals, due, instances, status_counts
 from relay.store import contacts as store_contacts
 from relay.store import daemons as daemons_table
 
@@ -61,7 +61,7 @@ def result(rt: Runtime, instance_id: str) -> ResultView:
     from relay.engine.verbs.program import build_results
 
     with rt.store.read_transaction() as session:
-        instance = queries.resolve_instance(session, instance_id)
+        instance = instances.resolve(session, instance_id)
         return build_results(session, [instance])[0]
 
 
@@ -69,7 +69,7 @@ def results(rt: Runtime, instance_ids: Sequence[str]) -> list[ResultView]:
     from relay.engine.verbs.program import build_results
 
     with rt.store.read_transaction() as session:
-        rows = list(queries.instances_by_id(session, list(instance_ids)))
+        rows = list(instances.by_ids(session, list(instance_ids)))
         return build_results(session, rows)
 
 

@@ -13,7 +13,7 @@ from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
 from relay.engine.views.instances import MessageView
 from relay.engine.views.reports import ContactRow, InboxItem, contact_name
-from relay.store import instance_rows, reads
+from relay.store import instances, reads
 from relay.store.contacts import address_of
 from relay.store.models import Contact, Message
 
@@ -98,7 +98,7 @@ def retry(session: Session, message_id: int, now: datetime) -> MessageView:
             "whose fate is unknown can be retried"
         )
     instance = (
-        instance_rows.instance_by_id(session, message.instance_id) if message.instance_id else None
+        instances.by_id(session, message.instance_id) if message.instance_id else None
     )
     if instance is None or State(instance.state).terminal:
         state = instance.state if instance else "gone"

@@ -16,6 +16,7 @@ from relay.engine.views.instances import MessageView, TodoView
 from relay.engine.views.reports import ResultTodo, ResultView
 from relay.store import contacts, queries
 from relay.store import events as store_events
+from relay.store import instances as store_instances
 from relay.store.models import Instance
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def read_events(
     with relay.store.read_transaction() as session:
         ids = None
         if instance_ids is not None:
-            ids = [queries.resolve_instance(session, i).id for i in instance_ids]
+            ids = [store_instances.resolve(session, i).id for i in instance_ids]
         rows = store_events.read(
             session,
             after=after,

@@ -41,7 +41,7 @@ from relay.engine.verbs.new_conversation import (
 )
 from relay.engine.views.instances import InstanceView
 from relay.store import contacts as store_contacts
-from relay.store import queries
+from relay.store import instances, queries
 from relay.store.ids import new_instance_id
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ def _take_slot(
     """
     from relay.engine.conversation import transitions
 
-    taken = queries.slot_holder(session, instance.contact_id) is not None
+    taken = instances.slot_holder(session, instance.contact_id) is not None
     if not taken:
         try:
             with session.begin_nested():

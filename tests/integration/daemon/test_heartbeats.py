@@ -347,11 +347,11 @@ def test_a_heartbeat_locked_by_a_command_in_progress_is_skipped_not_fired(
     def pause_slowly() -> None:
         from relay.core.states import Event
         from relay.engine.conversation import transitions
-        from relay.store import queries
+        from relay.store import instances
 
         try:
             with relay.store.transaction() as session:
-                instance = queries.resolve_instance(session, iid, lock=True)
+                instance = instances.resolve(session, iid, lock=True)
                 transitions.apply_event(session, instance, Event.PAUSE, now=clock.now())
                 locked.set()
                 assert release.wait(10)

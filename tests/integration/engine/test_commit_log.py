@@ -15,7 +15,7 @@ from relay.core.states import Event
 from relay.core.values import EventKind
 from relay.engine.conversation import transitions
 from relay.engine.turns.commit import TurnCommitter
-from relay.store import claims, commit_log, queries
+from relay.store import claims, commit_log, instances
 from relay.testing import Harness
 
 
@@ -161,14 +161,14 @@ def test_a_start_that_finds_the_slot_taken_at_the_last_moment_keeps_its_creation
     of the slot fails in a savepoint on the unique index; it queues. Its creation
     event, collected before that savepoint, must still reach the event log."""
     first = engine.start("+34600000001")
-    real = queries.slot_holder
+    real = instances.slot_holder
     looks: list[int] = []
 
     def no_holder_at_first(*args: Any, **kwargs: Any) -> Any:
         looks.append(1)  # the start's first look: the other start has not committed
         return None if len(looks) == 1 else real(*args, **kwargs)
 
-    monkeypatch.setattr(queries, "slot_holder", no_holder_at_first)
+    monkeypatch.setattr(instances, "slot_holder", no_holder_at_first)
     second = engine.start("+34600000001")
     assert engine.state(second) == "QUEUED"
     created = [

@@ -22,7 +22,7 @@ from relay.engine.runtime import read_position
 from relay.engine.verbs import doctor, incoming
 from relay.runner.daemon import DaemonRunner
 from relay.runner.pulse import Pulse
-from relay.store import queries
+from relay.store import instances
 from relay.store.models import Daemon, EventRow, InboundReject, Instance, Message
 from relay.testing import PHONE, Harness, RecordingChannel
 
@@ -51,7 +51,7 @@ def test_a_start_racing_the_end_of_the_live_conversation_is_never_stranded(
 
     def end_slowly() -> None:
         with ender.relay.store.transaction() as session:
-            instance = queries.resolve_instance(session, holder, lock=True)
+            instance = instances.resolve(session, holder, lock=True)
             transitions.apply_event(
                 session, instance, Event.CANCEL, now=ender.relay.now(), actor="test"
             )
@@ -72,7 +72,7 @@ def test_a_start_racing_the_end_of_the_live_conversation_is_never_stranded(
     (new,) = started
     assert starter.state(new) == "CREATED"
     with starter.relay.store.transaction() as session:
-        assert queries.stranded_queues(session) == []
+        assert instances.stranded_queues(session) == []
 
 
 def test_doctor_repair_and_the_daemon_promote_a_stranded_queue(make_engine: Any) -> None:

@@ -90,9 +90,9 @@ def test_list_and_show_give_the_reason(cli: Cli, api: Any, drive: Any) -> None:
     second = start(cli, "+15551230002")
     with api.store.transaction() as session:
         from relay.engine.conversation import transitions
-        from relay.store import queries
+        from relay.store import instances
 
-        instance = queries.resolve_instance(session, second["id"], lock=True)
+        instance = instances.resolve(session, second["id"], lock=True)
         transitions.apply_event(
             session, instance, Event.REQUEST_INTERVENTION, now=api.now(), actor="agent",
             reason="the contact asked for a person",
