@@ -22,7 +22,7 @@ from relay.engine.conversation.forecast import at_a_glance
 from relay.engine.verbs import contact_verbs, drafts, lookups
 from relay.engine.verbs import conversations as conversation_verbs
 from relay.engine.views.reports import contact_name
-from relay.store import console_reads, contacts
+from relay.store import console_reads, contacts, messages
 from relay.store.console_reads import SORTS, PageQuery
 
 if TYPE_CHECKING:
@@ -110,14 +110,14 @@ class ListRow:
 
 def conversations(relay: Runtime, query: PageQuery) -> dict[str, Any]:
     """The Conversations page (and Needs a person's, with its query)."""
-    from relay.store import queries, reads
+    from relay.store import queries
 
     address = _as_address(relay, query.contact)
     now = relay.now()
     with relay.store.read_transaction() as session:
         rows, more = console_reads.conversations_page(session, query, address=address)
         ids = [row.id for row in rows]
-        last = reads.last_messages(session, ids)
+        last = messages.latest_for(session, ids)
         reasons = queries.latest_reasons(session, ids)
         campaigns = console_reads.campaign_names(session)
     channels = channel_names(relay)

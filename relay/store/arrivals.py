@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from relay.core.states import State
 from relay.core.values import Direction, MessageStatus
-from relay.store import queries
+from relay.store import messages as store_messages
 from relay.store.tables import channel_cursors, inbound_rejects, instances, messages
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def latest_instance(session: Session, contact_id: int) -> Instance | None:
 
 def late_replies(session: Session, instance_id: str) -> int:
     """Inbound on an ended conversation that nobody has looked at."""
-    return queries.count_messages(
+    return store_messages.count(
         session,
         instance_id,
         messages.c.direction == Direction.INBOUND.value,

@@ -9,16 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Row, case, func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from relay.core.states import NEEDS_PERSON_STATE, QUEUED_STATE
 from relay.core.values import Direction
-from relay.store.due import OUTBOX_PENDING
-from relay.store.tables import instances, messages
+from relay.store.tables import instances
 
 if TYPE_CHECKING:
-    from relay.store.models import InboundReject, Message
+    from relay.store.models import InboundReject
 
 #: Marks inbound kept on a conversation that had already ended (``engine.inbound.LATE``).
 LATE_NOTE = "after the conversation ended"
@@ -133,23 +132,6 @@ def watch_rows(
     return list(session.execute(query.limit(limit)).all())
 
 
-def last_messages(session: Session, instance_ids: Sequence[str]) -> dict[str, Message]:
-    """Each instance's latest transcript row (one statement)."""
-    from relay.store.models import Message
-
-    if not instance_ids:
-        return {}
-    latest = (
-        select(func.max(Message.id))
-        .where(Message.instance_id.in_(instance_ids))
-        .group_by(Message.instance_id)
-    )
-    return {
-        m.instance_id or "": m
-        for m in session.scalars(select(Message).where(Message.id.in_(latest)))
-    }
-
-
 def import_keys_present(session: Session, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` an earlier import already used."""
     if not keys:
@@ -157,18 +139,3 @@ def import_keys_present(session: Session, keys: Sequence[str]) -> set[str]:
     return set(
         session.scalars(select(instances.c.import_key).where(instances.c.import_key.in_(keys)))
     )
-
-
-def next_outbound(session: Session, instance_id: str) -> Row[Any] | None:
-    """The conversation's undelivered outbound (queued, sending, or of unknown
-    fate) that goes first."""
-    return session.execute(
-        select(messages)
-        .where(
-            messages.c.instance_id == instance_id,
-            messages.c.direction == Direction.OUTBOUND.value,
-            messages.c.status.in_(OUTBOX_PENDING),
-        )
-        .order_by(messages.c.next_attempt_at, messages.c.id)
-        .limit(1)
-    ).first()

@@ -13,7 +13,7 @@ from relay.core.values import MessageStatus
 from relay.store.hotpath import prepared
 from relay.store.hotpath.among import among_param
 from relay.store.hotpath.prepared import per_dialect
-from relay.store.queries import UNDELIVERABLE
+from relay.store.messages import UNDELIVERABLE
 from relay.store.tables import contacts, instances, messages
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ CONTEXT_COLUMNS = (
 def transcripts_for(
     session: Session, instance_ids: Sequence[str], limit: int, *, said_only: bool = False
 ) -> dict[str, list[Any]]:
-    """:func:`relay.store.queries.transcript_of` with ``limit`` for several instances at
+    """:func:`relay.store.messages.transcript_of` with ``limit`` for several instances at
     once, as read-only rows of :data:`CONTEXT_COLUMNS`."""
     found: dict[str, list[Any]] = {i: [] for i in instance_ids}
     build = partial(_transcripts, said_only=said_only)

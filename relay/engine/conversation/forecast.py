@@ -27,7 +27,8 @@ from relay.core.states import (
 )
 from relay.core.values import MessageStatus
 from relay.engine.conversation import policy
-from relay.store import instances, queries, reads
+from relay.store import instances, queries
+from relay.store import messages as store_messages
 
 if TYPE_CHECKING:
     from relay.store.models import Instance, Message
@@ -40,7 +41,7 @@ def next_message(
     state = State(instance.state)
     if state.terminal:
         return None
-    pending = reads.next_outbound(session, instance.id)
+    pending = store_messages.next_outbound(session, instance.id)
     if pending is not None:
         return _delivery(pending, now)
     if instance.drafts_pending:

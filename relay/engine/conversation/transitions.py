@@ -34,7 +34,7 @@ from relay.core.states import (
     next_state,
 )
 from relay.core.values import EventKind, MessageStatus
-from relay.store import claims, commit_log, contacts, funnel, instances, queries
+from relay.store import claims, commit_log, contacts, funnel, instances, messages
 from relay.store import events as store_events
 from relay.store import outbox as outbox_rows
 from relay.store.hotpath import locked_rows
@@ -81,7 +81,7 @@ def apply_event(
     _update_slot(session, instance, now)
     takes_reply = Effect.TAKE_WAITING_REPLY in entering(target)
     if replies_waiting is None and takes_reply:
-        replies_waiting = bool(queries.unprocessed_inbound(session, instance.id))
+        replies_waiting = bool(messages.unprocessed_inbound(session, instance.id))
     if takes_reply and replies_waiting:
         # A reply that arrived while the instance could not take it (paused,
         # mid-follow-up, waiting for a human) is answered now; none is dropped.

@@ -40,7 +40,8 @@ from relay.engine.contacts import optouts, unsubscribe
 from relay.engine.conversation import fallback, policy, transitions
 from relay.engine.outbox.rates import KEYS, Limits
 from relay.engine.runtime import Runtime
-from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts, queries
+from relay.store import aliases, claims, commit_log, contact_addresses, delivery_facts
+from relay.store import messages as store_messages
 from relay.store.hotpath import locked_rows
 from relay.store.hotpath.locked_rows import MessageFields, MessageRow
 from relay.store.models import Contact, Message
@@ -291,7 +292,8 @@ class Screen:
         reads = {name: self.threads(name) for name in names}
         threaded = {m.instance_id for m in batch if reads[m.channel or "console"]}
         on = {m.instance_id: m.channel or "console" for m in batch if m.instance_id}
-        threads = queries.threads_for(session, [i for i in facts.instances if i in threaded], on)
+        wanted = [i for i in facts.instances if i in threaded]
+        threads = store_messages.threads_for(session, wanted, on)
         linked = {name for name in names if self.links(name)}
         tokens = unsubscribe.tokens(session, now) if linked else None
         return threads, {name: tokens if name in linked else None for name in names}

@@ -30,6 +30,7 @@ from relay.engine.contacts.optouts import opt_out as record_opt_out
 from relay.engine.conversation import transitions
 from relay.store import claims, commit_log, queries, state_entries
 from relay.store import instances as store_instances
+from relay.store import messages as store_messages
 from relay.store import outbox as outbox_rows
 from relay.store.hotpath import locked_rows
 from relay.store.hotpath.locked_rows import InstanceFields
@@ -117,7 +118,7 @@ class TurnCommitter:
                 locked = claims.lock_instances(session, ids)
                 loaded = _Loaded(
                     queries.todos_for(session, marking) if marking else {},
-                    queries.unprocessed_inbound_for(session, ids),
+                    store_messages.unprocessed_inbound_for(session, ids),
                 )
                 outcomes = [
                     self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)

@@ -27,6 +27,7 @@ from relay.engine.views.instances import InstanceView, MessageView, TransitionVi
 from relay.engine.views.reports import why
 from relay.store import arrivals, contacts, queries
 from relay.store import instances as store_instances
+from relay.store import messages as store_messages
 
 # The write side (transitions, audit, inbound, the outbox, the ORM's mapped
 # classes) is imported by the verbs that use it: a read command (list, show,
@@ -72,7 +73,8 @@ def transcript(rt: Runtime, instance_id: str) -> list[MessageView]:
     with rt.store.read_transaction() as session:
         instance = store_instances.row(session, instance_id)
         address = contacts.address_of(session, instance.contact_id)
-        return [MessageView.build(m, address) for m in queries.transcript_of(session, instance.id)]
+        transcript = store_messages.transcript_of(session, instance.id)
+        return [MessageView.build(m, address) for m in transcript]
 
 
 def history(rt: Runtime, instance_id: str, *, commands: bool = False) -> list[TransitionView]:
@@ -96,7 +98,7 @@ def view_of(
 ) -> InstanceView:
     """The instance's view: a Core row read by ``show``, or the mapped object a
     command changed (its changes flushed before these reads); ``since``: the
-    command's time, for what it reports in flight (:func:`queries.in_flight`)."""
+    command's time, for what it reports in flight (:func:`relay.store.messages.in_flight`)."""
     address = contacts.address_of(session, instance.contact_id)
     todos = queries.todo_rows_for(session, [instance.id], whole=True)[instance.id]
     upcoming = forecast.next_message(session, instance, rt.config, rt.now())
@@ -107,7 +109,7 @@ def view_of(
         todos,
         forecast=upcoming,
         late_replies=late,
-        in_flight=queries.in_flight(session, instance.id, since),
+        in_flight=store_messages.in_flight(session, instance.id, since),
         reason=why(instance, queries.latest_reasons(session, [instance.id]).get(instance.id)),
     )
 
@@ -191,7 +193,7 @@ def send(rt: Context, instance_id: str, text: str, *, actor: str = OPERATOR) -> 
         if state in NEEDS_PERSON:
             # The operator read and answered what the contact wrote meanwhile;
             # the agent must not answer it a second time.
-            for waiting in queries.unprocessed_inbound(session, instance.id):
+            for waiting in store_messages.unprocessed_inbound(session, instance.id):
                 waiting.status = MessageStatus.PROCESSED.value
                 waiting.processed_at = now
             transitions.apply_event(session, instance, Event.MANUAL_SEND, now=now, actor=actor)

@@ -30,7 +30,7 @@ from relay.engine.views.reports import (
     contact_name,
 )
 from relay.engine.views.status import DaemonView, StatusView
-from relay.store import arrivals, due, instances, status_counts
+from relay.store import arrivals, due, instances, messages, status_counts
 from relay.store import contacts as store_contacts
 from relay.store import daemons as daemons_table
 
@@ -150,7 +150,7 @@ def watch(
             campaign=campaign,
             limit=limit,
         )
-        last = reads.last_messages(session, [row[0].id for row in rows])
+        last = messages.latest_for(session, [row[0].id for row in rows])
     now = rt.now()
     return [
         _watch_row(inst, address, depth, fields, last.get(inst.id), now)

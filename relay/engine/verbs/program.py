@@ -17,6 +17,7 @@ from relay.engine.views.reports import ResultTodo, ResultView
 from relay.store import contacts, queries
 from relay.store import events as store_events
 from relay.store import instances as store_instances
+from relay.store import messages as store_messages
 from relay.store.models import Instance
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def build_results(session: Session, instances: Sequence[Instance]) -> list[Resul
     ids = [i.id for i in instances]
     todos = queries.todos_for(session, ids)
     message_ids = [t.answer_message_id for ts in todos.values() for t in ts if t.answer_message_id]
-    messages = queries.messages_by_id(session, message_ids)
+    messages = store_messages.by_ids(session, message_ids)
     contact_ids = {i.contact_id for i in instances}
     addresses = contacts.addresses_of(session, contact_ids)
     results = []

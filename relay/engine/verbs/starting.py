@@ -276,7 +276,7 @@ def _take_slot(
 ) -> None:
     """Claim the contact's slot, or queue behind its holder.
 
-    The caller holds the contact's lock (:func:`store_contacts.lock`), as does
+    The caller holds the contact's lock (:func:`relay.store.contacts.lock`), as does
     every conversation that frees the slot, so what is seen here is what is;
     the unique index stays as the last word.
     """
