@@ -29,11 +29,18 @@ class Died(BaseException):
     """The process ends in the middle of a send (nothing catches it, as a SIGKILL)."""
 
 
-def test_an_opt_out_waits_for_the_send_in_flight_and_nothing_leaves_after_it(
-    make_relay: Any, db_url: str, clock: Any, relay_channel: RecordingChannel
-) -> None:
+def _race_a_held_send(
+    make_relay: Any,
+    db_url: str,
+    clock: Any,
+    relay_channel: RecordingChannel,
+    no: Callable[[Any], Any],
+) -> list[Any]:
+    """A daemon's send to the contact blocks in the channel; ``no`` (given another
+    Relay on its own connection) runs meanwhile and must not return until that send
+    settled; and nothing more reaches the channel afterwards. What ``no`` returned."""
     relay = make_relay(db_url, clock, **SETTINGS)
-    operator = make_relay(db_url, clock, **SETTINGS)
+    other = make_relay(db_url, clock, **SETTINGS)
     relay.start(PHONE, "the delivery of order 1042", ["Which day?", "Which number?"])
     order: list[str] = []
     entered, release = threading.Event(), threading.Event()
@@ -49,20 +56,18 @@ def test_an_opt_out_waits_for_the_send_in_flight_and_nothing_leaves_after_it(
     assert entered.wait(20), "the pulse never sent"
     result: list[Any] = []
 
-    def opt_out() -> None:
-        result.append(operator.opt_out(PHONE, reason="asked by phone"))
-        order.append("opt-out returned")
+    def say_no() -> None:
+        result.append(no(other))
+        order.append("no acknowledged")
 
-    command = threading.Thread(target=opt_out)
+    command = threading.Thread(target=say_no)
     command.start()
     command.join(timeout=1.0)
-    assert command.is_alive(), "the opt-out returned while a send to the contact was under way"
+    assert command.is_alive(), "the no was acknowledged while a send to the contact was under way"
     release.set()
     daemon.join(timeout=20)
     command.join(timeout=20)
-    assert order == ["handed over", "opt-out returned"]
-    (view,) = result
-    assert view.opted_out_at is not None and view.in_flight == 1
+    assert order == ["handed over", "no acknowledged"]
     assert len(relay_channel.delivered) == 1
 
     # Nothing more to the contact, however long the daemon goes on.
@@ -71,6 +76,17 @@ def test_an_opt_out_waits_for_the_send_in_flight_and_nothing_leaves_after_it(
         clock.advance(timedelta(hours=1))
         Pulse(relay, "d1").run()
     assert len(relay_channel.attempts) == 1
+    return result
+
+
+def test_an_opt_out_waits_for_the_send_in_flight_and_nothing_leaves_after_it(
+    make_relay: Any, db_url: str, clock: Any, relay_channel: RecordingChannel
+) -> None:
+    (view,) = _race_a_held_send(
+        make_relay, db_url, clock, relay_channel,
+        lambda other: other.opt_out(PHONE, reason="asked by phone"),
+    )  # fmt: skip
+    assert view.opted_out_at is not None and view.in_flight == 1
 
 
 def _stop_by_poll(relay: Any, clock: Any) -> int:
@@ -99,41 +115,11 @@ def test_an_inbound_stop_is_acknowledged_only_once_the_send_in_flight_settled(
     message to the contact is being handed over (the dispatcher's unchecked
     first group) is acknowledged (the poll, the request, the command returns)
     only after that send settled, and nothing leaves after it."""
-    relay = make_relay(db_url, clock, **SETTINGS)
-    inbound = make_relay(db_url, clock, **SETTINGS)
-    relay.start(PHONE, "the delivery of order 1042", ["Which day?", "Which number?"])
-    order: list[str] = []
-    entered, release = threading.Event(), threading.Event()
-
-    def hold(message: Any) -> None:
-        entered.set()
-        assert release.wait(20)
-        order.append("handed over")
-
-    relay_channel.before_send = hold
-    daemon = threading.Thread(target=lambda: Pulse(relay, "d1").run())
-    daemon.start()
-    assert entered.wait(20), "the pulse never sent"
-    stored: list[int] = []
-
-    def stop() -> None:
-        stored.append(arrive(inbound, clock))
-        order.append("stop acknowledged")
-
-    arrival = threading.Thread(target=stop)
-    arrival.start()
-    arrival.join(timeout=1.0)
-    assert arrival.is_alive(), "the STOP was acknowledged while a send was under way"
-    release.set()
-    daemon.join(timeout=20)
-    arrival.join(timeout=20)
-    assert order == ["handed over", "stop acknowledged"]
-    assert stored == [1] and relay.contact(PHONE).opted_out_at is not None
-    relay_channel.before_send = None
-    for _ in range(3):
-        clock.advance(timedelta(hours=1))
-        Pulse(relay, "d1").run()
-    assert len(relay_channel.attempts) == 1
+    stored = _race_a_held_send(
+        make_relay, db_url, clock, relay_channel, lambda other: arrive(other, clock)
+    )
+    assert stored == [1]
+    assert make_relay(db_url, clock, **SETTINGS).contact(PHONE).opted_out_at is not None
 
 
 def test_an_opt_out_with_nothing_in_flight_returns_at_once_and_reports_none(
