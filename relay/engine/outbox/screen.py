@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
@@ -407,12 +407,8 @@ class DeliveryReport:
     cancelled: int = 0
 
     def add(self, other: DeliveryReport) -> None:
-        self.sent += other.sent
-        self.retried += other.retried
-        self.failed += other.failed
-        self.blocked += other.blocked
-        self.held += other.held
-        self.cancelled += other.cancelled
+        for count in fields(self):
+            setattr(self, count.name, getattr(self, count.name) + getattr(other, count.name))
 
 
 @dataclass(frozen=True)
