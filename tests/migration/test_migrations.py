@@ -20,6 +20,12 @@ from relay.store import migrate
 from relay.store.database import HEAD_REVISION, Store, make_engine
 from relay.store.tables import metadata
 
+#: Two contacts, one known by a phone number and one by an email address.
+TWO_CONTACTS = text(
+    "INSERT INTO contacts (address, kind, created_at, updated_at) VALUES "
+    "('+15551230001', 'phone', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), "
+    "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+)
 TABLES = {"contacts", "instances", "todos", "messages", "events", "state_entries", "daemons"}
 
 
@@ -269,13 +275,7 @@ def test_0017_gives_every_contact_its_own_address_row_and_back(empty_store: Stor
     after the upgrade (their own address is copied); the downgrade keeps them."""
     migrate.upgrade(empty_store, "0016")
     with empty_store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO contacts (address, kind, created_at, updated_at) VALUES "
-                "('+15551230001', 'phone', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), "
-                "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
-            )
-        )
+        conn.execute(TWO_CONTACTS)
     migrate.upgrade(empty_store, "0017")
     with empty_store.engine.connect() as conn:
         rows = conn.execute(
@@ -312,13 +312,7 @@ def test_0018_downgrade_widens_a_per_kind_opt_out_to_the_whole_contact(
     opted out wholly, never left reachable."""
     migrate.upgrade(empty_store, "0018")
     with empty_store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO contacts (address, kind, created_at, updated_at) VALUES "
-                "('+15551230001', 'phone', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), "
-                "('ana@example.com', 'email', '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
-            )
-        )
+        conn.execute(TWO_CONTACTS)
         conn.execute(
             text(
                 "INSERT INTO contact_addresses (contact_id, kind, address, created_at, "
