@@ -28,7 +28,12 @@ class ProcessDied(BaseException):
 @pytest.fixture
 def relay(make_relay: Callable[..., Any], db_url: str, clock: Any, twilio_api: FakeTwilio) -> Any:
     twilio_api.now = clock.now
-    settings = {
+    return make_relay(db_url, clock, **sms_settings(twilio_api))
+
+
+def sms_settings(twilio_api: FakeTwilio) -> dict[str, Any]:
+    """An ``sms`` channel on the loopback Twilio, as the default channel."""
+    return {
         "defaults.channel": "sms",
         "channels.sms.type": "sms",
         "channels.sms.account_sid": ACCOUNT,
@@ -38,7 +43,6 @@ def relay(make_relay: Callable[..., Any], db_url: str, clock: Any, twilio_api: F
         "channels.sms.api_url": twilio_api.base_url,
         "channels.sms.segments_per_second": 0,
     }
-    return make_relay(db_url, clock, **settings)
 
 
 @pytest.fixture
@@ -210,21 +214,8 @@ def test_resend_unknown_lets_the_outbox_send_again_when_nobody_can_tell(
     dies: Callable[[str], None],
 ) -> None:
     twilio_api.now = clock.now
-    relay = make_relay(
-        db_url,
-        clock,
-        **{
-            "defaults.channel": "sms",
-            "outbox.resend_unknown": True,
-            "channels.sms.type": "sms",
-            "channels.sms.account_sid": ACCOUNT,
-            "channels.sms.auth_token_env": "TWILIO_TOKEN",
-            "channels.sms.from": NUMBER,
-            "channels.sms.public_url": "https://relay.example.org",
-            "channels.sms.api_url": twilio_api.base_url,
-            "channels.sms.segments_per_second": 0,
-        },
-    )
+    settings = {**sms_settings(twilio_api), "outbox.resend_unknown": True}
+    relay = make_relay(db_url, clock, **settings)
     dies("after")
     started_and_killed(relay, clock)
     twilio_api.list_errors.append(Scripted(503, {"code": 20500, "message": "down"}))
