@@ -50,6 +50,7 @@ from benchlib import (
     machine_cpu,
     median,
     percentile,
+    stop,
     throwaway_store,
 )
 
@@ -174,15 +175,6 @@ def _wait(port: int, process: subprocess.Popen[bytes], path: str) -> None:
     raise SystemExit(f"server on {port} did not come up")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def measure(bench: Bench, total: int, clients: int, rounds: int, take: bool) -> dict[str, Any]:
     relay_port, bare_port = _free_port(), _free_port()
     base = PUBLIC
@@ -227,8 +219,8 @@ def measure(bench: Bench, total: int, clients: int, rounds: int, take: bool) -> 
                 flush=True,
             )
     finally:
-        _stop(relay)
-        _stop(bare)
+        stop(relay, timeout=30)
+        stop(bare, timeout=30)
     acknowledged = sum(r["ok"] for r in results["relay"]) + 50
     reader = ReadOnly(bench.url)
     stored = int(reader.scalar("SELECT count(*) FROM pushes"))
