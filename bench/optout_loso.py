@@ -48,7 +48,7 @@ from train_optout import (
 )
 
 from relay.core.optout import is_opt_out_by_rules, normalise
-from relay.core.optout_model import has_cue, score
+from relay.core.optout_model import may_decide, score
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The rules as they were when each set was first run (the commit that added the set; for
@@ -101,13 +101,13 @@ def fold(held: str) -> Fold:
         got = {
             "rules": rules,
             "scorer": value >= cut,
-            "combined": rules or (value >= cut and has_cue(norm)),
+            "combined": rules or (value >= cut and may_decide(norm)),
         }
         for key, hit in got.items():
             counts[key][0] += hit and wanted
             counts[key][1] += hit and not wanted
             counts[key][2] += wanted and not hit
-        said.append(value >= cut and has_cue(norm))
+        said.append(value >= cut and may_decide(norm))
         if got["combined"] != wanted:
             errors.append(f"{held} {'missed' if wanted else 'false'} [{lang}] {value:.2f} {text}")
     return {k: (v[0], v[1], v[2]) for k, v in counts.items()}, cut, errors, said
@@ -143,20 +143,25 @@ def first_runs(folds: dict[str, Fold]) -> list[tuple[str, str, str, str, str]]:
     and either: what the next unseen set can expect from rules OR scorer."""
     table = []
     pooled = {"rules": [0, 0, 0], "scorer": [0, 0, 0], "combined": [0, 0, 0]}
+    langs: dict[str, dict[str, list[int]]] = {}
     rows = written_rows()
     for name, commit in FIRST_RUN.items():
         test = [r for r in rows if r[0] == name]
         then = first_run_rules(commit, [r[2] for r in test])
         counts = {"rules": [0, 0, 0], "scorer": [0, 0, 0], "combined": [0, 0, 0]}
         for row, rules, model in zip(test, then, folds[name][3], strict=True):
+            lang = langs.setdefault(row[1], {k: [0, 0, 0] for k in counts})
             for key, hit in (("rules", rules), ("scorer", model), ("combined", rules or model)):
-                counts[key][0] += hit and row[3]
-                counts[key][1] += hit and not row[3]
-                counts[key][2] += row[3] and not hit
+                for tally in (counts[key], lang[key]):
+                    tally[0] += hit and row[3]
+                    tally[1] += hit and not row[3]
+                    tally[2] += row[3] and not hit
         for key, value in counts.items():
             pooled[key] = [a + b for a, b in zip(pooled[key], value, strict=True)]
         table.append((f"{name} (first run)", commit, *(_cells(*counts[k]) for k in counts)))
     table.append(("pooled first runs", "", *(_cells(*v) for v in pooled.values())))
+    for lang, counts in sorted(langs.items()):
+        table.append((f"first runs, {lang}", "", *(_cells(*counts[k]) for k in counts)))
     return table
 
 
@@ -171,7 +176,9 @@ def ham_alarms(half: int) -> tuple[int, int, int, float, list[str]]:
     cut = inner_threshold(rows, inside)
     values = _scores(samples + inside_samples, outside)
     alone = [r[2] for r, v in zip(outside, values, strict=True) if not r[3] and v >= cut]
-    alarms = [text for text in alone if has_cue(normalise(text)) and not is_opt_out_by_rules(text)]
+    alarms = [
+        text for text in alone if may_decide(normalise(text)) and not is_opt_out_by_rules(text)
+    ]
     return len(alarms), len(alone), len(outside), cut, alarms
 
 

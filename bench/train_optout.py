@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 from relay.core.optout import normalise
-from relay.core.optout_model import MODEL_PATH, features, has_cue, score
+from relay.core.optout_model import MODEL_PATH, features, may_decide, score
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 SEED = 26
@@ -123,7 +123,7 @@ def _gated(weights: dict[str, float], rows: list[Row]) -> list[tuple[float, bool
     found = []
     for row in rows:
         norm = normalise(row[2])
-        found.append((score(norm, weights) if has_cue(norm) else 0.0, row[3]))
+        found.append((score(norm, weights) if may_decide(norm) else 0.0, row[3]))
     return found
 
 

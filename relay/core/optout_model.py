@@ -145,7 +145,7 @@ def score(norm: str, weights: dict[str, float] | None = None) -> float:
 def says_opt_out(norm: str) -> bool:
     """Whether the scorer reads a normalised message as an opt-out: at or above the
     stored threshold, and with a cue of stopping, removing or contacting."""
-    return has_cue(norm) and score(norm) >= _model()[1]
+    return may_decide(norm) and score(norm) >= _model()[1]
 
 
 #: Removing, unsubscribing, leaving alone: the other cues besides stopping and contacting.
@@ -163,9 +163,20 @@ _REMOVING = re.compile(
 )
 
 
-def has_cue(norm: str) -> bool:
-    """Whether a normalised message holds a cue of stopping, removing or contacting:
-    the scorer alone never decides on a message with none ("that's amazing")."""
+#: Contacting someone else ("Stop calling everyone saying I might have cancer").
+_SOMEONE_ELSE = re.compile(
+    rf"(?:{_CONTACT.pattern})\s+(?:everyone|everybody|him|her|them|people|todo\s+el\s+mundo"
+    r"|todos|todo\s+mundo|tout\s+le\s+monde|tutti|alle|iedereen|my\s+(?:mom|mum|dad|mother"
+    r"|father|wife|husband|sister|brother|family|friends|boss))\b"
+)
+
+
+def may_decide(norm: str) -> bool:
+    """Whether the scorer may call a normalised message an opt-out: it holds a cue of
+    stopping, removing or contacting ("that's amazing" has none), and not of contacting
+    someone else."""
+    if _SOMEONE_ELSE.search(norm):
+        return False
     if _STOP.search(norm) or _CONTACT.search(norm) or _REMOVING.search(norm):
         return True
     return any(_kind(word) == "MORE" for word in _tokens(norm))
