@@ -78,8 +78,9 @@ def _numbers() -> list[str]:
         f"+{pick.choice(codes)}{''.join(pick.choices('0123456789', k=pick.randint(1, 15)))}"
         for _ in range(4_000)
     ]
-    numbers += ["+" + "".join(pick.choices("0123456789", k=pick.randint(1, 18)))
-                for _ in range(500)]
+    numbers += [
+        "+" + "".join(pick.choices("0123456789", k=pick.randint(1, 18))) for _ in range(500)
+    ]
     for region in sorted(phonenumbers.SUPPORTED_REGIONS):
         for kind in range(11):
             example = phonenumbers.example_number_for_type(region, kind)
