@@ -17,7 +17,7 @@ from relay.core.values import DeliveryStatus, InboundKind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse, take_all, take_pushes
-from relay.runner.serve import PushWriter
+from relay.runner.push_writer import push_writer
 from relay.store import claims, failures, pushes
 from relay.store.tables import inbound_rejects, messages
 from relay.store.tables import pushes as pushes_table
@@ -53,12 +53,12 @@ def test_an_incoming_survives_its_json_whole() -> None:
 
 def test_every_acknowledged_push_is_stored(make_relay: Any, db_url: str) -> None:
     relay = make_relay(db_url)
-    writer = PushWriter(relay.store)
+    store_push = push_writer(relay.store)
     now = datetime.now(UTC)
 
     async def burst() -> None:
-        await asyncio.gather(*(writer.store_push("sms", reply(n), now) for n in range(60)))
-        await writer.store_push("sms", reply(60), now)
+        await asyncio.gather(*(store_push("sms", reply(n), now) for n in range(60)))
+        await store_push("sms", reply(60), now)
 
     asyncio.run(burst())
     with relay.store.read_transaction() as session:
@@ -71,12 +71,12 @@ def test_a_row_the_database_refuses_fails_its_request_alone(make_relay: Any, db_
     """A batch the database refuses for its data is written again row by row: only
     the bad row's request fails (the app answers it 500), the others are stored."""
     relay = make_relay(db_url)
-    writer = PushWriter(relay.store)
+    store_push = push_writer(relay.store)
     now = datetime.now(UTC)
 
     async def burst() -> list[Any]:
-        calls = [writer.store_push("sms", reply(n), now) for n in range(5)]
-        calls.insert(2, writer.store_push("sms", reply(99), None))  # type: ignore[arg-type]
+        calls = [store_push("sms", reply(n), now) for n in range(5)]
+        calls.insert(2, store_push("sms", reply(99), None))  # type: ignore[arg-type]
         return await asyncio.gather(*calls, return_exceptions=True)
 
     outcomes = asyncio.run(burst())
