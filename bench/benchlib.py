@@ -218,12 +218,23 @@ def start_daemon(bench: Bench, name: str = "d0", **settings: Any) -> Any:
     # BENCH_PROFILE=DIR runs each daemon under cProfile, its stats in DIR/NAME.prof.
     profile_dir = os.environ.get("BENCH_PROFILE")
     profile = ["-m", "cProfile", "-o", f"{profile_dir}/{name}.prof"] if profile_dir else []
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, *profile, "-m", "relay", "--config", str(config), "daemon",
          "--log-format", "json", "--log-file", str(folder / "daemon.log")],
         cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, env=env,
     )
+    # BENCH_PYSPY=DIR samples every thread of each daemon with py-spy (from
+    # PyPI), its folded stacks written to DIR/NAME.txt when the daemon exits.
+    spy_dir = os.environ.get("BENCH_PYSPY")
+    if spy_dir:
+        subprocess.Popen(
+            [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+             "--nonblocking", "-r", "1000", "-p", str(process.pid),
+             "-o", f"{spy_dir}/{name}.txt"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+    return process
 
 
 def stop(process: Any, timeout: float = 60) -> int:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from relay.core.errors import InvalidInput
@@ -89,10 +90,17 @@ class AnswerSpec:
     @classmethod
     def from_json(cls, kind: str | None, spec: dict[str, Any] | None, required: bool) -> AnswerSpec:
         choices = tuple(str(c) for c in (spec or {}).get("choices", ()))
-        return cls(AnswerKind(kind or "text"), choices, bool(required))
+        return spec_of(kind or "text", choices, bool(required))
 
 
 TEXT = AnswerSpec()
+
+
+@lru_cache(maxsize=1024)
+def spec_of(kind: str, choices: tuple[str, ...], required: bool) -> AnswerSpec:
+    """The one (immutable) spec of these: a turn asks for its todos' specs at every
+    check of its actions, and a campaign's todos share a handful."""
+    return AnswerSpec(AnswerKind(kind), choices, required)
 
 
 def parse_spec(text: str) -> AnswerSpec:

@@ -11,10 +11,9 @@ import json
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from functools import cached_property
 from typing import Any
 
-from relay.core.answers import TEXT, AnswerSpec, check_answer
+from relay.core.answers import TEXT, AnswerSpec, check_answer, spec_of
 from relay.core.durations import parse_duration
 from relay.core.errors import InvalidInput
 
@@ -49,10 +48,9 @@ class ContextTodo:
     #: The answer recorded so far (None: none yet).
     answer: Any = None
 
-    @cached_property
+    @property
     def spec(self) -> AnswerSpec:
-        # Kept: every check of the turn's actions asks for it.
-        return AnswerSpec.from_json(self.answer_kind, {"choices": self.choices}, self.required)
+        return spec_of(self.answer_kind, self.choices, self.required)
 
 
 @dataclass(frozen=True)

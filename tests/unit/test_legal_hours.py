@@ -64,6 +64,55 @@ def test_the_place_of_a_number(
     assert (place.country, place.subdivision, place.zones) == (country, subdivision, zones)
 
 
+def _numbers() -> list[str]:
+    """Every region's example numbers and 4,500 random ones (any country code,
+    any length, leading zeros and 1s included), plus a few writings that are not
+    E.164 at all."""
+    import random
+
+    import phonenumbers
+
+    pick = random.Random(31)
+    codes = sorted(phonenumbers.COUNTRY_CODE_TO_REGION_CODE) + [1] * 20
+    numbers = [
+        f"+{pick.choice(codes)}{''.join(pick.choices('0123456789', k=pick.randint(1, 15)))}"
+        for _ in range(4_000)
+    ]
+    numbers += [
+        "+" + "".join(pick.choices("0123456789", k=pick.randint(1, 18))) for _ in range(500)
+    ]
+    for region in sorted(phonenumbers.SUPPORTED_REGIONS):
+        for kind in range(11):
+            example = phonenumbers.example_number_for_type(region, kind)
+            if example is not None:
+                numbers.append(phonenumbers.format_number(example, 0))
+    return [*numbers, "+", "+1", "+1 212 555 0123", "+1-212-555-0123", "+0499213397", "+١٢١٢٥"]
+
+
+def test_a_number_is_read_as_phonenumbers_parse_reads_it() -> None:
+    """The split at the country code (policy._e164) gives the number parse gives,
+    for every number either reads as someone's."""
+    import phonenumbers
+
+    def valid(number: phonenumbers.PhoneNumber | None) -> phonenumbers.PhoneNumber | None:
+        if number is None:
+            return None
+        region = phonenumbers.region_code_for_number(number)
+        ok = region is not None and phonenumbers.is_valid_number_for_region(number, region)
+        return number if ok else None
+
+    def parsed(address: str) -> phonenumbers.PhoneNumber | None:
+        try:
+            return valid(phonenumbers.parse(address))
+        except phonenumbers.NumberParseException:
+            return None
+
+    numbers = _numbers()
+    differ = [a for a in numbers if valid(policy._e164(a)) != parsed(a)]
+    assert differ == []
+    assert sum(parsed(a) is not None for a in numbers) > 1_000  # the valid ones are many
+
+
 def test_a_state_is_held_by_the_federal_rule_and_its_own() -> None:
     assert [h.place for h in hours_for("US", "FL")] == ["US", "US-FL"]
     assert [h.place for h in hours_for("US", "CA")] == ["US"]  # California: federal only

@@ -23,6 +23,7 @@ says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -249,9 +250,8 @@ def place_of(address: str) -> Place:
     import phonenumbers
     from phonenumbers import timezone
 
-    try:
-        number = phonenumbers.parse(address)
-    except phonenumbers.NumberParseException:
+    number = _e164(address)
+    if number is None:
         return NOWHERE
     # The number's region, worked out once (a +1 number is tried against every
     # region of the plan): is_valid_number, number_type and time_zones_for_number
@@ -271,6 +271,53 @@ def place_of(address: str) -> Place:
         digits = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)[1:]
         subdivision = subdivision_of(country, _area_answer(digits))
     return Place(country, subdivision, zones)
+
+
+def _e164(address: str) -> Any:
+    """``address`` as a ``phonenumbers.PhoneNumber``, None if it cannot be anyone's.
+
+    A number as relay stores it (E.164: "+" and digits, no trunk prefix) is
+    split at its country code, at a fifth of the cost of ``phonenumbers.parse``
+    (a dozen patterns meant for numbers as people write them), which reads
+    anything else the way it always did; and a +1 number whose area code would
+    start with 1 is nobody's without trying each of the plan's regions in turn.
+    """
+    digits = address[1:]
+    if address[:1] == "+" and digits.isascii() and digits.isdigit() and digits[:1] > "0":
+        code = next((int(digits[:n]) for n in (1, 2, 3) if int(digits[:n]) in _countries()), 0)
+        national = digits[len(str(code)) :] if code else ""
+        if code == 1 and national[:1] == "1" and len(national) != 11:
+            return None  # an area code never starts with 1; 1 and ten digits: a trunk prefix
+        if national[:1] > "0" and len(digits) <= 17 and not _trunk_prefix(code).match(national):
+            from phonenumbers import PhoneNumber
+
+            return PhoneNumber(country_code=code, national_number=int(national))
+    import phonenumbers  # a leading zero, a trunk prefix, any other writing
+
+    try:
+        return phonenumbers.parse(address)
+    except phonenumbers.NumberParseException:
+        return None
+
+
+@cache
+def _countries() -> Mapping[int, Any]:
+    from phonenumbers import COUNTRY_CODE_TO_REGION_CODE
+
+    return COUNTRY_CODE_TO_REGION_CODE
+
+
+@cache
+def _trunk_prefix(code: int) -> re.Pattern[str]:
+    """What ``phonenumbers.parse`` would strip from the start of a national number
+    of ``code`` (a pattern that never matches when nothing)."""
+    from phonenumbers import PhoneMetadata, region_code_for_country_code
+
+    metadata = PhoneMetadata.metadata_for_region_or_calling_code(
+        code, region_code_for_country_code(code)
+    )
+    pattern = metadata.national_prefix_for_parsing if metadata is not None else None
+    return re.compile(pattern) if pattern else re.compile(r"(?!)")
 
 
 def answer_of(description: str) -> str:
