@@ -90,6 +90,8 @@ class Endpoint:
         self.store_push = store_push
         self.max_body = max_body
         self.channels = Channels(relay)
+        #: The opt-out words, read from the configuration once.
+        self.words = incoming_verbs.keywords(relay)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -121,7 +123,7 @@ class Endpoint:
         returns once it is committed. An opt-out is not left waiting for a daemon:
         it is ingested at once (:meth:`ingest`), so that its answer means nothing
         more will leave for that contact."""
-        if incoming_verbs.opts_out(self.relay, incoming):
+        if incoming_verbs.opts_out(self.relay, incoming, self.words):
             await self.ingest(name, incoming)
             return
         now = time.time()
