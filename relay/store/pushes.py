@@ -97,6 +97,7 @@ class AsyncAppender:
         self.lost: BaseException | None = None
         self.answer: asyncio.Future[Any] | None = None
         self.results: list[Any] = []
+        self.socket = -1
 
     async def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         """Commit ``rows`` or raise what the database raised, nothing of them stored."""
@@ -124,7 +125,7 @@ class AsyncAppender:
         self.lost = None
         if connection is not None:
             with contextlib.suppress(Exception):  # the database may be away: dropped
-                asyncio.get_running_loop().remove_reader(connection.pgconn.socket)
+                asyncio.get_running_loop().remove_reader(self.socket)
             with contextlib.suppress(Exception):
                 await connection.close()
 
@@ -161,7 +162,7 @@ class AsyncAppender:
                 self.results.append(result)
         except psycopg.Error as exc:
             self.lost = exc
-            asyncio.get_running_loop().remove_reader(pgconn.socket)
+            asyncio.get_running_loop().remove_reader(self.socket)
         answer = self.answer
         if answer is None or answer.done():
             return
@@ -185,7 +186,8 @@ class AsyncAppender:
             raise
         self.transformer = Transformer(connection)
         self.connection, self.lost, self.results = connection, None, []
-        asyncio.get_running_loop().add_reader(connection.pgconn.socket, self._readable)
+        self.socket = connection.pgconn.socket  # kept: a lost connection has none to ask
+        asyncio.get_running_loop().add_reader(self.socket, self._readable)
 
     def _wrapped(self, exc: Exception, lost: bool) -> BaseException:
         import psycopg
