@@ -25,7 +25,7 @@ The routes' handlers (:class:`Handlers`) share an endpoint over one relay
 (:class:`Refused`); the app (:func:`build_app`) maps a store outage to 503.
 
 What a verified request brings is stored by the app's one writer
-(:func:`relay.runner.push_writer.push_writer`: group-committed, the request
+(:func:`relay.store.push_writer.push_writer`: group-committed, the request
 answered only once its row is committed) and taken into the transcript by the
 daemon.
 """
@@ -56,7 +56,7 @@ from relay.core.values import InboundKind
 from relay.engine.contacts.unsubscribe import ONE_CLICK
 from relay.engine.runtime import Channels, Runtime, channel_kind
 from relay.engine.verbs import incoming as incoming_verbs
-from relay.runner.push_writer import StorePush, push_writer
+from relay.store.push_writer import StorePush, push_writer
 
 log = logging.getLogger("relay.serve")
 
@@ -82,7 +82,7 @@ class Refused(Exception):
 
 class Endpoint:
     """The handlers, over one relay's runtime: what a request brings is stored by
-    ``store_push`` (the app's one writer, :mod:`relay.runner.push_writer`)
+    ``store_push`` (the app's one writer, :mod:`relay.store.push_writer`)
     and taken into the transcript by the daemon."""
 
     def __init__(self, relay: Runtime, store_push: StorePush, max_body: int = MAX_BODY) -> None:

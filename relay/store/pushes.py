@@ -1,5 +1,5 @@
 """The pushes ``relay serve`` stores and the daemon takes: appended by the
-server's writer (:mod:`relay.runner.push_writer`), read in order, and deleted
+server's writer (:mod:`relay.store.push_writer`), read in order, and deleted
 by the transaction that ingests them (``relay.engine.verbs.incoming.ingest(taking=...)``)."""
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from relay.core.values import DeliveryStatus, InboundKind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse, take_all, take_pushes
-from relay.runner.push_writer import push_writer
 from relay.store import claims, failures, pushes
+from relay.store.push_writer import push_writer
 from relay.store.tables import inbound_rejects, messages
 from relay.store.tables import pushes as pushes_table
 

@@ -1,4 +1,5 @@
-"""``relay serve``'s one writer: what the requests pushed, group-committed.
+"""``relay serve``'s one writer (:mod:`relay.runner.serve` hands it each verified
+request): what the requests pushed, group-committed.
 
 Each verified request hands its row (channel, the :class:`Incoming` as JSON,
 the time) to the writer and waits; the writer takes every row queued
