@@ -21,10 +21,10 @@ Two forms, one per database (:func:`push_writer`):
   IMMEDIATE`` transaction (:class:`relay.store.pushes.Appender`), its requests
   woken with one ``call_soon_threadsafe`` per batch.
 - PostgreSQL (:class:`LoopWriter`): the writer runs on the server's event loop
-  itself, over psycopg's ``AsyncConnection``
-  (:class:`relay.store.pushes.AsyncAppender`): a batch is one prepared INSERT
-  on an autocommit connection, one round trip, and while it waits for the
-  commit's WAL flush the loop goes on serving requests. No thread hand-off
+  itself (:class:`relay.store.pushes.AsyncAppender`): a batch is one prepared
+  INSERT on an autocommit connection, one round trip sent with libpq's
+  ``PQsendQueryPrepared`` and answered to a reader kept on the socket, and
+  while it waits for the commit's WAL flush the loop goes on serving requests. No thread hand-off
   (which on a busy machine costs a scheduling of the writer thread and then
   of the loop, and the two share the GIL). :data:`PG_WRITERS` connections
   commit at once: a batch gathers while another's commit is in flight.
@@ -45,9 +45,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from relay.store import failures
+from relay.store.pushes import Appender, AsyncAppender
+
 if TYPE_CHECKING:
     from relay.store.database import Store
-    from relay.store.pushes import Appender, AsyncAppender
 
 log = logging.getLogger("relay.serve")
 
@@ -92,8 +94,6 @@ def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) ->
 def _one_by_one(batch: list[_Pending], exc: BaseException) -> bool:
     """Whether a batch that failed with ``exc`` is to be written again row by row
     (a failure about its data, not the database away; more than one row)."""
-    from relay.store import failures
-
     if failures.is_transient(exc) or len(batch) == 1:
         return False
     log.warning("storing %d pushes one by one after %s", len(batch), failures.kind(exc))
@@ -174,8 +174,6 @@ class ThreadWriter:
         _answer(batch, None)
 
     def _insert(self, batch: list[_Pending]) -> None:
-        from relay.store.pushes import Appender
-
         if self.appender is None:
             self.appender = Appender(self.store)
         self.appender.append([pending.row for pending in batch])
@@ -238,8 +236,6 @@ class _Flushers:
             task.add_done_callback(self.tasks.discard)
 
     async def _flush(self) -> None:
-        from relay.store.pushes import AsyncAppender
-
         appender = AsyncAppender(self.writer.store)
         try:
             while self.queue or await self._wait() or self.queue:
