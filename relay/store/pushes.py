@@ -140,12 +140,21 @@ class AsyncAppender:
         # As dumped: binary arrays, or text where a column had no value to type it by.
         formats = self.transformer.formats
         pgconn.send_query_prepared(PG_STATEMENT.encode(), params, param_formats=formats)
-        while pgconn.flush():  # a big batch: the rest once the socket takes it
-            await asyncio.sleep(0.001)
+        while pgconn.flush():  # a big batch: the rest once the socket takes more
+            await self._writable()
         self.answer = asyncio.get_running_loop().create_future()
         result = await self.answer
         if result.status != pq.ExecStatus.COMMAND_OK:
             raise errors.error_from_result(result, self.connection.info.encoding)
+
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        writable: asyncio.Future[None] = loop.create_future()
+        loop.add_writer(self.socket, _settle, writable)
+        try:
+            await writable
+        finally:
+            loop.remove_writer(self.socket)
 
     def _readable(self) -> None:
         """The socket's reader: the answer to the batch in flight, or the connection
@@ -196,6 +205,11 @@ class AsyncAppender:
         return DBAPIError.instance(
             PG_INSERT, None, exc, psycopg.Error, connection_invalidated=lost, dialect=dialect
         )
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():  # the callback may run again before it is removed
+        future.set_result(None)
 
 
 def backlog(session: Session) -> tuple[int, datetime | None]:
