@@ -174,6 +174,7 @@ class AsyncAppender:
             asyncio.get_running_loop().remove_reader(self.socket)
         answer = self.answer
         if answer is None or answer.done():
+            self.results.clear()  # nothing asked (a notice, a goodbye): no batch's answer
             return
         if self.lost is not None:
             answer.set_exception(self.lost)
