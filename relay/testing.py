@@ -104,6 +104,9 @@ class ScriptAgent:
     gate: threading.Event | None = None
     entered: threading.Event = field(default_factory=threading.Event)
     name: str = "script"
+    #: Whether its follow-ups run in the transaction that fires them (as the
+    #: scripted agent's do: relay.engine.conversation.heartbeat.AtOnce).
+    at_once: bool = False
 
     def then(self, *items: Turn) -> ScriptAgent:
         self.turns.extend(items)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from relay.agents.base import AgentConfigError, AgentError, excerpt
 from relay.core.answers import AnswerKind, extract_answer
@@ -42,6 +42,9 @@ _SAMPLE = dict.fromkeys(FIELDS, "x")
 class ScriptedAgent:
     templates: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_TEMPLATES))
     name: str = "scripted"
+    #: It answers from its templates, with no I/O: a follow-up's turn may run in
+    #: the transaction that fires it (relay.engine.conversation.heartbeat.AtOnce).
+    at_once: ClassVar[bool] = True
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> ScriptedAgent:

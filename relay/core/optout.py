@@ -20,6 +20,11 @@ rule recognises an opt-out:
 
 The sentences are small grammars per language (``relay.core.optout_phrases``),
 written against sets nobody had tuned on (``tests/data/optout``, "blind").
+Rules written from wordings cover the wordings their authors thought of; when
+they find nothing, a small logistic regression (``relay.core.optout_model``)
+reads the message, and says opt-out only when confident and when the message
+holds a cue of stopping, removing or contacting: on each set it never saw,
+it raised the rules' first-run recall from 0.67 to 0.86 (``bench/optout_loso.py``).
 
 A miss costs a contact an unwanted message (and an agent can still record
 the opt-out with its ``opt_out`` action); a false match ends a conversation
@@ -34,6 +39,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from relay.core.optout_cues import says_opt_out_by_cues
+from relay.core.optout_model import says_opt_out
 from relay.core.optout_phrases import (
     FEWER,
     KEEP_WANTED,
@@ -125,7 +131,21 @@ def _says_opt_out(sentence: str) -> bool:
 
 
 def is_opt_out(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:
-    """Whether the message asks not to be contacted again (see the module docstring)."""
+    """Whether the message asks not to be contacted again (see the module docstring):
+    the rules, then the scorer. A message of keywords alone ("STOP", "Stop please")
+    is the configured keywords' to decide, never the scorer's."""
+    keywords = tuple(keywords)
+    if is_opt_out_by_rules(text, keywords):
+        return True
+    norm = normalise(text)
+    every_keyword = {k.lower() for k in (*OPT_OUT_WORDS, *LOCAL_OPT_OUT_WORDS, *keywords)}
+    if _only_keywords(norm, every_keyword, reasons=True):
+        return False
+    return says_opt_out(norm)
+
+
+def is_opt_out_by_rules(text: str, keywords: Iterable[str] = OPT_OUT_WORDS) -> bool:
+    """The keywords and wordings alone, without the scorer."""
     norm = normalise(text)
     wanted = {k.lower() for k in keywords} | {k.lower() for k in LOCAL_OPT_OUT_WORDS}
     # "Hört auf!" is the keyword "aufhören" (but "Hört, hört!" is not)

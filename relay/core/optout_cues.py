@@ -136,3 +136,8 @@ def says_opt_out_by_cues(sentence: str) -> bool:
     if _PROHIBIT.search(sentence) and not _WHEN_OR_WHERE.search(sentence):
         return True
     return bool(_NO_MORE.search(sentence))
+
+
+#: For :mod:`relay.core.optout_model`, which asks only whether such a cue is present.
+CONTACT = _CONTACT
+STOP = _STOP

@@ -121,11 +121,15 @@ class Pulse:
         if poll:
             report.polled = self.poll(report)
         report.resumed = heartbeat.resume_snoozed(self.relay, self.batch)
+        # Follow-ups whose agent answers at once run in the firing's transaction.
         beats = heartbeat.fire_due(
-            self.relay, self.batch, heartbeat.Lease(self.owner, self.turns.lease)
+            self.relay, self.batch, heartbeat.Lease(self.owner, self.turns.lease), self.turns
         )
         report.fired, report.abandoned = beats.fired, beats.abandoned
         report.deferred = beats.deferred
+        if beats.ran:
+            report.turns.extend(beats.ran)
+            report.delivery.add(self.dispatcher.deliver_handed())
         # The follow-ups the firing leased to this pulse go first, in its first round.
         leased = beats.claimed
         for _ in range(MAX_ROUNDS):

@@ -144,8 +144,9 @@ def _lock_messages(dialect: str) -> Select[Any]:
 def due_heartbeats(session: Session, now: datetime, limit: int) -> prepared.Rows:
     """Instances waiting for a reply whose heartbeat is due, earliest first, locked:
     what deciding each firing reads (id, version, follow-ups sent and allowed,
-    sending window, contact, channel ladder). The firings themselves are written for the whole
-    batch at once (:func:`relay.engine.conversation.transitions.fire_waiting`)."""
+    sending window, contact, channel ladder, agent). The firings themselves are
+    written for the whole batch at once
+    (:func:`relay.engine.conversation.transitions.fire_waiting`)."""
     query = _due_heartbeats(dialect_of(session))
     return prepared.run(session, query, {"now": now, "limit": limit})
 
@@ -161,6 +162,7 @@ def _due_heartbeats(dialect: str) -> AnySelect:
             Instance.window,
             Instance.contact_id,
             Instance.ladder,
+            Instance.agent,
         )
         .where(*heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)

@@ -10,11 +10,11 @@ the follow-up is sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
@@ -25,7 +25,7 @@ from relay.core.states import Event
 from relay.engine.conversation import fallback, policy, transitions
 from relay.store import claims, commit_log
 from relay.store.hotpath import locked_rows
-from relay.store.hotpath.locked_rows import InstanceFields
+from relay.store.hotpath.locked_rows import InstanceFields, InstanceRow
 
 if TYPE_CHECKING:
     from relay.engine.runtime import Runtime
@@ -43,6 +43,8 @@ class HeartbeatReport:
     #: (instance id, version) of the follow-up turns leased in the firing
     #: transaction, for the caller to run without claiming them again.
     claimed: list[tuple[str, int]] = field(default_factory=list)
+    #: The outcomes of the follow-up turns run in the firing's transaction (AtOnce).
+    ran: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,50 @@ class Lease:
     length: timedelta
 
 
-def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> HeartbeatReport:
+class AtOnce(Protocol):
+    """Runs the follow-up turns of conversations whose agent answers at once (no
+    I/O: the scripted agent) inside the transaction that fires them, on their
+    locked rows: each row is written once, with its turn's result, instead of
+    once by the firing and again by the turn's commit (issue 31)."""
+
+    def takes_at_once(self, agent: str) -> bool:
+        """Whether turns of ``agent`` may run inside a firing's transaction."""
+        ...
+
+    def run_at_once(
+        self, session: Session, rows: dict[str, InstanceRow], claimed: list[tuple[str, int]]
+    ) -> list[Any]:
+        """Run the leased turns ``claimed`` on ``rows`` (fired, not yet written);
+        their outcomes."""
+        ...
+
+    def at_once_done(self, committed: bool) -> None:
+        """The firing's transaction committed (hand what it wrote on) or rolled back."""
+        ...
+
+
+def fire_due(
+    relay: Runtime, limit: int, lease: Lease | None = None, at_once: AtOnce | None = None
+) -> HeartbeatReport:
+    """Fire every due heartbeat (up to ``limit``) in one transaction; with a
+    ``lease`` and ``at_once``, the follow-ups whose agent answers at once are run
+    in it too (:class:`AtOnce`). Should that fail, nothing of it is kept and the
+    heartbeats are fired again the usual way, their turns left to the caller."""
+    if at_once is not None and lease is not None:
+        try:
+            report = _fire_due(relay, limit, lease, at_once)
+        except Exception:
+            at_once.at_once_done(committed=False)
+            log.warning("running fired follow-ups at once failed; firing them", exc_info=True)
+        else:
+            at_once.at_once_done(committed=True)
+            return report
+    return _fire_due(relay, limit, lease, None)
+
+
+def _fire_due(
+    relay: Runtime, limit: int, lease: Lease | None, at_once: AtOnce | None
+) -> HeartbeatReport:
     """Fire every due heartbeat (up to ``limit``) in one transaction.
 
     Rows are locked and re-checked by the claim query itself, so a heartbeat
@@ -68,7 +113,8 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
     With a ``lease``, each follow-up turn the firing makes due is leased to its
     owner in the same transaction (as :func:`claims.claim_turns` would): a
     daemon that fires a heartbeat runs its follow-up next, without reading and
-    writing the row once more to claim it.
+    writing the row once more to claim it. Those ``at_once`` takes are fired on
+    their rows in memory and run (:func:`_run_at_once`).
     """
     report = HeartbeatReport()
     with relay.store.transaction() as session:
@@ -88,13 +134,49 @@ def fire_due(relay: Runtime, limit: int, lease: Lease | None = None) -> Heartbea
             else:
                 others[row.id] = handler
         leasing = None if lease is None else (lease.owner, now + lease.length)
-        claimed = transitions.fire_waiting(session, firing, now=now, actor=ACTOR, lease=leasing)
+        now_ids = _taken(rows, firing, laddered, at_once if leasing is not None else None)
+        later = [item for item in firing if item[0] not in now_ids]
+        claimed = transitions.fire_waiting(session, later, now=now, actor=ACTOR, lease=leasing)
         _fall_back(session, laddered, now)
+        if now_ids and at_once is not None:
+            ran = [item for item in firing if item[0] in now_ids]
+            report.ran = _run_at_once(session, ran, at_once, now, leasing)
         report.fired = len(firing)
         if lease is not None:
             report.claimed = claimed
         _settle(session, others, report)
     return report
+
+
+def _taken(
+    rows: Sequence[Row[Any]],
+    firing: list[tuple[str, int, str]],
+    laddered: list[str],
+    at_once: AtOnce | None,
+) -> set[str]:
+    """The firings whose turns ``at_once`` runs: not those with a channel ladder
+    (their fallback writes the row on its own)."""
+    if at_once is None:
+        return set()
+    fires = {item[0] for item in firing}.difference(laddered)
+    return {row.id for row in rows if row.id in fires and at_once.takes_at_once(row.agent)}
+
+
+def _run_at_once(
+    session: Session,
+    firing: list[tuple[str, int, str]],
+    at_once: AtOnce,
+    now: datetime,
+    leasing: tuple[str, datetime] | None,
+) -> list[Any]:
+    """Fire ``firing`` on their rows read whole, run their turns, write each row once."""
+    locked = claims.lock_instances(session, [item[0] for item in firing])
+    claimed = transitions.fire_waiting(
+        session, firing, now=now, actor=ACTOR, lease=leasing, rows=locked
+    )
+    ran = at_once.run_at_once(session, locked, claimed)
+    locked_rows.write(session, locked.values())
+    return ran
 
 
 #: What to do with a due heartbeat that is not a plain firing, given its locked row.

@@ -11,7 +11,7 @@ log), and FIFO promotion of the next queued instance when one ends.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from operator import itemgetter
 from typing import Any, cast
@@ -146,10 +146,15 @@ def fire_waiting(
     now: datetime,
     actor: str,
     lease: tuple[str, datetime] | None,
+    rows: Mapping[str, InstanceFields] | None = None,
 ) -> list[tuple[str, int]]:
     """HEARTBEAT_FIRES for a batch of locked conversations in WAITING_FOR_REPLY,
     given as (id, version, reason): one UPDATE for them all, then each one's
     row in the record and log line. Returns the (id, new version) pairs.
+
+    With ``rows`` (the locked rows, read whole) the firing is made on them in
+    memory instead of written: their caller commits the follow-up turns in the
+    same transaction and writes each row once (``heartbeat.AtOnce``).
 
     That event changes every waiting row the same way, so what it assigns is
     worked out once, by the same steps :func:`apply_event` takes, on a stand-in
@@ -172,7 +177,14 @@ def fire_waiting(
     if lease is not None:
         claims.lease_turn(any_row, *lease)
     values = {key: value for key, value in row.assigned.items() if key != "version"}
-    locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
+    if rows is None:
+        locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
+    else:
+        for instance_id, _, _ in waiting:
+            instance = rows[instance_id]
+            for key, value in values.items():
+                setattr(instance, key, value)
+            instance.version += 1
     step = (current, target, event)
     for instance_id, _, reason in waiting:
         record_change(session, instance_id, step, actor, reason, now)

@@ -112,20 +112,7 @@ class TurnCommitter:
             return []
         try:
             with self.relay.store.transaction() as session:
-                ids = [item[0] for item in items]
-                # Todos are loaded (as objects to update) only for turns that mark one.
-                marking = [item[0] for item in items if _marks_todos(item[3].actions)]
-                locked = claims.lock_instances(session, ids)
-                loaded = _Loaded(
-                    queries.todos_for(session, marking) if marking else {},
-                    store_messages.unprocessed_inbound_for(session, ids),
-                )
-                outcomes = [
-                    self._commit_in(session, locked.get(item[0]), *item, loaded=loaded)
-                    for item in items
-                ]
-                locked_rows.write(session, locked.values())
-                handover = self._write_outbox(session, loaded.messages)
+                outcomes, handover = self.commit_in(session, items)
             if handover is not None and self.outbox is not None:
                 self.outbox.adopt(handover)  # committed: its rows are the dispatcher's
             return outcomes
@@ -134,6 +121,32 @@ class TurnCommitter:
                 raise
             log.warning("committing %s turns together failed; committing one by one", len(items))
             return [self.commit_many([item])[0] for item in items]
+
+    def commit_in(
+        self,
+        session: Session,
+        items: list[tuple[str, int, TurnContext, Decided]],
+        locked: Mapping[str, InstanceFields] | None = None,
+    ) -> tuple[list[TurnOutcome], Handover | None]:
+        """:meth:`commit_many`'s work in ``session``; ``locked``: the rows, locked and
+        read whole already (a firing's: ``heartbeat.AtOnce``). Returns the outcomes
+        and what to hand the dispatcher once the transaction has committed."""
+        if not items:
+            return [], None
+        ids = [item[0] for item in items]
+        # Todos are loaded (as objects to update) only for turns that mark one.
+        marking = [item[0] for item in items if _marks_todos(item[3].actions)]
+        if locked is None:
+            locked = claims.lock_instances(session, ids)
+        loaded = _Loaded(
+            queries.todos_for(session, marking) if marking else {},
+            store_messages.unprocessed_inbound_for(session, ids),
+        )
+        outcomes = [
+            self._commit_in(session, locked.get(item[0]), *item, loaded=loaded) for item in items
+        ]
+        locked_rows.write(session, locked.values())
+        return outcomes, self._write_outbox(session, loaded.messages)
 
     def _write_outbox(self, session: Session, rows: list[dict[str, Any]]) -> Handover | None:
         """Insert the batch's outbox rows; with a dispatcher, those that may go at

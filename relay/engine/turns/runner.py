@@ -7,7 +7,10 @@ Claim and commit are separate transactions on purpose: an LLM call may take
 seconds, and holding a row lock (or SQLite's write lock) that long would stall
 every other command. The claim's lease stops another worker from running the
 same turn; the instance's ``version`` lets the operator win: a pause or cancel
-during the turn bumps it, and the turn's decisions are dropped.
+during the turn bumps it, and the turn's decisions are dropped. The one
+exception is an agent that answers at once, with no I/O (``at_once``, the
+scripted agent): its follow-ups run inside the transaction that fires them
+(:meth:`TurnRunner.run_at_once`), so the row is written once, not twice.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Row
+from sqlalchemy.orm import Session
 
 from relay.agents.base import Agent, AgentError
 from relay.core.answers import AnswerSpec
@@ -42,10 +47,12 @@ from relay.engine.runtime import Channels, Runtime, build_agent
 from relay.engine.turns.commit import Decided, TurnCommitter, TurnOutcome, load_state
 from relay.store import claims, queries, turn_rows
 from relay.store.hotpath import locked_rows
+from relay.store.hotpath.locked_rows import InstanceFields, InstanceRow
 from relay.store.models import Message
 
 if TYPE_CHECKING:
     from relay.engine.outbox.dispatcher import Dispatcher
+    from relay.engine.outbox.screen import Handover
 
 log = logging.getLogger("relay.turns")
 
@@ -53,7 +60,26 @@ REASONS = {state.value: reason for state, reason in TURN_REASONS.items()}
 
 
 def read_contexts(
-    relay: Runtime, owner: str, claimed: list[tuple[str, int]]
+    relay: Runtime,
+    owner: str,
+    claimed: list[tuple[str, int]],
+    *,
+    within: tuple[Session, Mapping[str, InstanceRow]] | None = None,
+) -> dict[str, tuple[TurnContext, str, int]]:
+    """Each claimed turn's context, agent name and attempt count; ``within``: in a
+    firing's transaction, on its rows fired in memory (``heartbeat.AtOnce``)."""
+    if within is None:
+        with relay.store.transaction() as session:
+            return _read_contexts(relay, owner, claimed, session, {})
+    return _read_contexts(relay, owner, claimed, *within)
+
+
+def _read_contexts(
+    relay: Runtime,
+    owner: str,
+    claimed: list[tuple[str, int]],
+    session: Session,
+    fired: Mapping[str, InstanceRow],
 ) -> dict[str, tuple[TurnContext, str, int]]:
     """Each claimed turn's context, agent name and attempt count, read in one
     transaction. A turn whose claim is no longer ours is left out: the instance
@@ -61,41 +87,60 @@ def read_contexts(
     agent then would only waste a model call, or repeat a command's effects)."""
     window = relay.config.settings.agent.transcript_window
     versions = dict(claimed)
-    with relay.store.transaction() as session:
-        # Plain rows throughout: nothing read here is changed, and ORM objects
-        # for a batch's instances, todos and transcripts cost more than the SQL.
-        instances = [
-            row
-            for row in turn_rows.context_rows(session, versions)
-            if row.state in REASONS and row.version == versions[row.id] and row.lease_owner == owner
-        ]
-        ids = [row.id for row in instances]
-        todos = queries.todo_rows_for(session, ids)
-        transcripts = turn_rows.transcripts_for(session, ids, window, said_only=True)
-        inbound = turn_rows.inbound_rows_for(session, ids)
-        states = load_state(session, instances)
-        now = isoformat(relay.now()) or ""
-        found = {}
-        for row in instances:
-            reason = REASONS[row.state]
-            context = TurnContext(
-                instance_id=row.id,
-                reason=reason,
-                objective=row.objective,
-                contact=row.address,
-                todos=tuple(context_todo(t) for t in todos[row.id]),
-                transcript=tuple(_context_message(m) for m in transcripts[row.id]),
-                new_messages=tuple(_context_message(m) for m in inbound[row.id]),
-                state=states[row.id],
-                follow_up_number=(row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0),
-                max_followups=row.max_followups,
-                now=now,
-                result_schema=row.result_schema,
-                contact_fields=dict(row.fields or {}),
-                campaign=row.campaign,
-            )
-            found[row.id] = (context, row.agent, row.turn_attempts)
-        return found
+    # Plain rows throughout: nothing read here is changed, and ORM objects
+    # for a batch's instances, todos and transcripts cost more than the SQL.
+    read = turn_rows.context_rows(session, versions)
+    instances: list[Any] = [  # context rows, or _Fired ones
+        row
+        for row in (_Fired(row, fired[row.id]) if row.id in fired else row for row in read)
+        if row.state in REASONS and row.version == versions[row.id] and row.lease_owner == owner
+    ]
+    ids = [row.id for row in instances]
+    todos = queries.todo_rows_for(session, ids)
+    transcripts = turn_rows.transcripts_for(session, ids, window, said_only=True)
+    inbound = turn_rows.inbound_rows_for(session, ids)
+    states = load_state(session, instances)
+    now = isoformat(relay.now()) or ""
+    found = {}
+    for row in instances:
+        reason = REASONS[row.state]
+        context = TurnContext(
+            instance_id=row.id,
+            reason=reason,
+            objective=row.objective,
+            contact=row.address,
+            todos=tuple(context_todo(t) for t in todos[row.id]),
+            transcript=tuple(_context_message(m) for m in transcripts[row.id]),
+            new_messages=tuple(_context_message(m) for m in inbound[row.id]),
+            state=states[row.id],
+            follow_up_number=(row.follow_up_count + 1 if reason is TurnReason.FOLLOW_UP else 0),
+            max_followups=row.max_followups,
+            now=now,
+            result_schema=row.result_schema,
+            contact_fields=dict(row.fields or {}),
+            campaign=row.campaign,
+        )
+        found[row.id] = (context, row.agent, row.turn_attempts)
+    return found
+
+
+class _Fired:
+    """A turn's context row read in the transaction that fired its heartbeat but
+    has not written it yet: the instance's columns come from the fired row."""
+
+    __slots__ = ("_fired", "_read")
+
+    def __init__(self, read: Row[Any], fired: InstanceRow) -> None:
+        self._read = read
+        self._fired = fired
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _FIRED_COLUMNS:
+            return getattr(self._fired, name)
+        return getattr(self._read, name)
+
+
+_FIRED_COLUMNS = frozenset(column.key for column in InstanceRow.columns)
 
 
 def _context_message(message: Message | Row[Any]) -> ContextMessage:
@@ -132,6 +177,8 @@ class TurnRunner:
     batch_size: int = 1
     # Seconds spent in agent calls since the current batch began, by ``timer``.
     _agent_seconds: float = field(default=0.0, init=False, repr=False)
+    # What turns run in a firing's transaction wrote, handed on once it commits.
+    _written: list[Handover | None] = field(default_factory=list, init=False, repr=False)
     timer: Callable[[], float] = time.monotonic
     #: A pulse's dispatcher: the turns' new outbox rows are leased to it in their
     #: commit and sent right after each batch (:meth:`Dispatcher.deliver_handed`).
@@ -219,6 +266,46 @@ class TurnRunner:
         outcomes.update(zip([index for index, _ in ready], committed, strict=True))
         return [outcomes[index] for index in range(len(claimed))]
 
+    # -- follow-ups run in the firing's transaction (heartbeat.AtOnce) ---------
+
+    def takes_at_once(self, agent: str) -> bool:
+        """An agent that answers at once (no I/O: ``at_once = True``) may run
+        inside the transaction that fires its follow-up."""
+        try:
+            return bool(getattr(self.agent(agent), "at_once", False))
+        except RelayError:  # an agent that cannot be built: its own turn says why
+            return False
+
+    def run_at_once(
+        self, session: Session, rows: dict[str, InstanceRow], claimed: list[tuple[str, int]]
+    ) -> list[TurnOutcome]:
+        """Run the follow-ups a firing leased, in its transaction, on its rows."""
+        contexts = read_contexts(self.relay, self.owner, claimed, within=(session, rows))
+        outcomes: dict[int, TurnOutcome] = {}
+        ready: list[tuple[int, tuple[str, int, TurnContext, Decided]]] = []
+        for index, (instance_id, version) in enumerate(claimed):
+            loaded = contexts.get(instance_id)
+            if loaded is None:
+                outcomes[index] = self.committer.discarded(instance_id, TurnReason.RESUME, session)
+                continue
+            decided = self._decide(instance_id, version, *loaded, within=(session, rows))
+            if isinstance(decided, TurnOutcome):
+                outcomes[index] = decided
+            else:
+                ready.append((index, (instance_id, version, loaded[0], decided)))
+        committed, handover = self.committer.commit_in(session, [i for _, i in ready], rows)
+        outcomes.update(zip([index for index, _ in ready], committed, strict=True))
+        self._written.append(handover)
+        return [outcomes[index] for index in range(len(claimed))]
+
+    def at_once_done(self, committed: bool) -> None:
+        """Hand the dispatcher what committed turns wrote; forget a rolled-back one's."""
+        written, self._written = self._written, []
+        if committed and self.outbox is not None:
+            for handover in written:
+                if handover is not None:
+                    self.outbox.adopt(handover)
+
     def release(self, claimed: list[tuple[str, int]]) -> None:
         """Give back leases on turns this worker will not run (it is stopping)."""
         with self.relay.store.transaction() as session:
@@ -235,30 +322,32 @@ class TurnRunner:
         return self.run_batch([(instance_id, version)])[0]
 
     def _decide(
-        self, instance_id: str, version: int, context: TurnContext, agent_name: str, attempts: int
+        self,
+        instance_id: str,
+        version: int,
+        context: TurnContext,
+        agent_name: str,
+        attempts: int,
+        *,
+        within: tuple[Session, Mapping[str, InstanceFields]] | None = None,
     ) -> TurnOutcome | Decided:
-        """The agent's actions for one turn, or its outcome if it ends before the commit."""
-        held = self._hold_for_window(instance_id, version, context)
+        """The agent's actions for one turn, or its outcome if it ends before the commit;
+        ``within``: in a firing's transaction, on its locked rows (a follow-up's turn)."""
+        held = None if within else self._hold_for_window(instance_id, version, context)
         if held is not None:
             return held
+        fail = partial(self._fail, instance_id, version, context.reason, within=within)
         if attempts > MAX_TURN_ATTEMPTS:
-            return self._fail(
-                instance_id,
-                version,
-                context.reason,
-                f"the turn was started {attempts - 1} times without finishing",
-            )
+            return fail(f"the turn was started {attempts - 1} times without finishing")
         try:
             # An answer of the wrong kind is refused back to the agent to correct.
             return until_accepted(lambda c: self._call_agent(agent_name, c), context)
         except AgentError as exc:
-            return self._fail(instance_id, version, context.reason, f"agent error: {exc.message}")
+            return fail(f"agent error: {exc.message}")
         except RelayError as exc:
-            return self._fail(instance_id, version, context.reason, exc.message)
+            return fail(exc.message)
         except Exception as exc:
-            return self._fail(
-                instance_id, version, context.reason, f"agent crashed: {type(exc).__name__}: {exc}"
-            )
+            return fail(f"agent crashed: {type(exc).__name__}: {exc}")
 
     # -- agent ---------------------------------------------------------------
 
@@ -316,7 +405,18 @@ class TurnRunner:
             note = f"outside the sending window; first message held until {isoformat(opens)}"
             return TurnOutcome(instance_id, context.reason.value, instance.state, note=note)
 
-    def _fail(self, instance_id: str, version: int, reason: TurnReason, why: str) -> TurnOutcome:
+    def _fail(
+        self,
+        instance_id: str,
+        version: int,
+        reason: TurnReason,
+        why: str,
+        *,
+        within: tuple[Session, Mapping[str, InstanceFields]] | None = None,
+    ) -> TurnOutcome:
+        if within is not None:  # in the firing's transaction, on its locked row
+            session, rows = within
+            return self.committer.intervene(session, rows[instance_id], reason, why)
         with self.relay.store.transaction() as session:
             instance = self.committer.locked(session, instance_id, version)
             if instance is None:

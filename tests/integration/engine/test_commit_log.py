@@ -15,6 +15,7 @@ from relay.core.states import Event
 from relay.core.values import EventKind
 from relay.engine.conversation import transitions
 from relay.engine.turns.commit import TurnCommitter
+from relay.engine.turns.runner import TurnRunner
 from relay.store import claims, commit_log, instances
 from relay.testing import Harness
 
@@ -96,6 +97,8 @@ def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
         return write_outbox(self, session, rows)
 
     monkeypatch.setattr(TurnCommitter, "_write_outbox", fails_the_first_batch)
+    # The follow-ups run as turn batches, not in the firing (test below).
+    monkeypatch.setattr(TurnRunner, "takes_at_once", lambda _self, _agent: False)
     caplog.set_level(logging.INFO, logger="relay")
     caplog.clear()
     engine.tick()
@@ -104,6 +107,38 @@ def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
     for instance_id in ids:
         lines = _transition_lines(caplog, instance_id)
         # The heartbeat's firing and the follow-up turn, each once, as stored.
+        assert len(lines) == 2, lines
+        assert lines == _history_lines(engine, instance_id)[-2:]
+    sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
+    assert len(sent) == len(set(sent)) == len(ids)
+
+
+def test_follow_ups_run_in_a_failed_firing_are_fired_again_and_logged_once(
+    engine: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Follow-ups run in the transaction that fires them (heartbeat.AtOnce): when
+    that fails, nothing of it is kept or logged, and the heartbeats are fired
+    again and their turns run as batches, each change logged and sent once."""
+    ids = [engine.start(f"+3460000000{n}") for n in range(1, 7)]
+    engine.tick()
+    engine.clock.advance(timedelta(days=2))
+    write_outbox = TurnCommitter._write_outbox
+    failed: list[int] = []
+
+    def fails_once(self: TurnCommitter, session: Any, rows: Any) -> Any:
+        if not failed:
+            failed.append(len(rows))
+            raise RuntimeError("the batch's insert failed")
+        return write_outbox(self, session, rows)
+
+    monkeypatch.setattr(TurnCommitter, "_write_outbox", fails_once)
+    caplog.set_level(logging.INFO, logger="relay")
+    caplog.clear()
+    engine.tick()
+    assert failed == [6]  # the six follow-ups, run in their firing's transaction
+    assert any("running fired follow-ups at once failed" in r.getMessage() for r in caplog.records)
+    for instance_id in ids:
+        lines = _transition_lines(caplog, instance_id)
         assert len(lines) == 2, lines
         assert lines == _history_lines(engine, instance_id)[-2:]
     sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
