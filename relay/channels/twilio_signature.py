@@ -58,9 +58,12 @@ def verify(
     if not signature or algorithm not in _HASHES:
         return False
     pairs = list(params)
+    if hmac.compare_digest(compute(token, url, pairs, algorithm), signature):
+        return True  # the URL as given (most requests): no other form is built
     return any(
         hmac.compare_digest(compute(token, candidate, pairs, algorithm), signature)
         for candidate in _port_forms(url)
+        if candidate != url
     )
 
 

@@ -5,7 +5,7 @@ messages, replies, follow-ups, resumes), then the outbox delivers what the
 turns wrote. Turns repeat within the pass while new ones fall due (a
 conversation that ends promotes a queued one, which is started at once).
 
-What ``relay serve`` stored as it came (:class:`relay.runner.serve.PushWriter`) is
+What ``relay serve`` stored as it came (:mod:`relay.store.push_writer`) is
 taken first (:func:`take_pushes`): it becomes transcript rows, opt-outs and
 receipts by the same :func:`relay.engine.verbs.incoming.ingest` a poll uses, the
 pushes deleted in that transaction. A push whose JSON cannot be read is kept

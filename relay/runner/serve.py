@@ -2,8 +2,8 @@
 :func:`relay.runner.foreground.serve`).
 
 It only stores what arrives: each request is verified, parsed into an
-:class:`Incoming` and stored by :func:`relay.engine.verbs.incoming.ingest` (one
-transaction), then answered at once; the daemon does the work (agent turns, deliveries). A request
+:class:`Incoming` and stored as a row of ``pushes``, then answered; the daemon
+does the work (the ingest, agent turns, deliveries). A request
 that fails verification is refused with 403 and logged without its body, so a
 forged request stores nothing and leaks nothing into the log.
 
@@ -24,48 +24,22 @@ The routes' handlers (:class:`Handlers`) share an endpoint over one relay
 (:class:`Endpoint`) and the refusal that answers a request without storing it
 (:class:`Refused`); the app (:func:`build_app`) maps a store outage to 503.
 
-The one writer (:class:`PushWriter`): what the requests pushed, group-committed.
-
-Each verified request hands its row (channel, the :class:`Incoming` as JSON,
-the time) to a queue and waits; one thread owns the writing, takes every row
-queued meanwhile and INSERTs them in one transaction
-(:class:`relay.store.pushes.Appender`), then answers each request only after
-that commit. So a request is acknowledged only once it is stored; the
-server's requests never wait on each other's database locks (on SQLite every
-``BEGIN IMMEDIATE`` of the thread pool queued on the file's one write lock);
-and a burst costs one commit per batch, not one per request. At low load a
-batch is the one request there is: nothing waits to fill a batch.
-
-A failure fails every request of its batch with the database's exception (the
-app answers 503 + Retry-After for an outage, as before); one that is not
-transient (nothing a push stores should cause one: its text is ASCII JSON) is
-retried row by row, so that one bad row fails only its own request.
-
-On SQLite one thread writes: the file has one write lock, so a second writer
-would only wait for it. On PostgreSQL, where a commit waits for the WAL to
-reach the disk and INSERTs into ``pushes`` never wait on each other,
-:data:`PG_WRITERS` threads each commit a batch at once, so a commit's flush
-does not hold back the requests that arrive meanwhile; there a batch is one
-INSERT on an autocommit connection: one round trip, no BEGIN or COMMIT.
-
-The threads start with the first request and end after :data:`IDLE_SECONDS`
-without one (an app built by a test leaves no thread behind for long).
+What a verified request brings is stored by the app's one writer
+(:func:`relay.store.push_writer.push_writer`: group-committed, the request
+answered only once its row is committed) and taken into the transcript by the
+daemon.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
 import os
-import queue
-import threading
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl
 from xml.sax.saxutils import escape
 
@@ -82,9 +56,7 @@ from relay.core.values import InboundKind
 from relay.engine.contacts.unsubscribe import ONE_CLICK
 from relay.engine.runtime import Channels, Runtime, channel_kind
 from relay.engine.verbs import incoming as incoming_verbs
-
-if TYPE_CHECKING:
-    from relay.store.database import Store
+from relay.store.push_writer import StorePush, push_writer
 
 log = logging.getLogger("relay.serve")
 
@@ -108,13 +80,9 @@ class Refused(Exception):
         self.reason = reason
 
 
-#: Stores one push (channel, the Incoming as JSON, when) and returns once committed.
-StorePush = Callable[[str, str, datetime], Awaitable[None]]
-
-
 class Endpoint:
     """The handlers, over one relay's runtime: what a request brings is stored by
-    ``store_push`` (the app's one writer, :class:`PushWriter`)
+    ``store_push`` (the app's one writer, :mod:`relay.store.push_writer`)
     and taken into the transcript by the daemon."""
 
     def __init__(self, relay: Runtime, store_push: StorePush, max_body: int = MAX_BODY) -> None:
@@ -122,6 +90,8 @@ class Endpoint:
         self.store_push = store_push
         self.max_body = max_body
         self.channels = Channels(relay)
+        #: The opt-out words, read from the configuration once.
+        self.words = incoming_verbs.keywords(relay)
 
     # -- helpers ------------------------------------------------------------------
 
@@ -153,7 +123,7 @@ class Endpoint:
         returns once it is committed. An opt-out is not left waiting for a daemon:
         it is ingested at once (:meth:`ingest`), so that its answer means nothing
         more will leave for that contact."""
-        if incoming_verbs.opts_out(self.relay, incoming):
+        if incoming_verbs.opts_out(self.relay, incoming, self.words):
             await self.ingest(name, incoming)
             return
         now = time.time()
@@ -411,7 +381,7 @@ async def _refusing(request: Request, handler: Any, trouble: Trouble) -> Respons
 
 def build_app(relay: Runtime, *, max_body: int = MAX_BODY) -> Starlette:
     """The ASGI app; ``relay serve`` runs it on uvicorn, tests may call it directly."""
-    endpoint = Endpoint(relay, PushWriter(relay.store).store_push, max_body)
+    endpoint = Endpoint(relay, push_writer(relay.store), max_body)
     handlers = Handlers(endpoint)
     trouble = Trouble()
 
@@ -446,119 +416,3 @@ def build_app(relay: Runtime, *, max_body: int = MAX_BODY) -> Starlette:
             route("/unsubscribe/{token}", handlers.unsubscribe, ["GET", "POST"]),
         ]
     )
-
-
-# -- the one writer ----------------------------------------------------------------------
-#: The most rows one transaction takes.
-MAX_BATCH = 500
-#: Seconds a writer waits for a request before its thread ends.
-IDLE_SECONDS = 5.0
-#: Writer threads on PostgreSQL (on SQLite: one).
-PG_WRITERS = 2
-
-
-@dataclass(frozen=True, slots=True)
-class _Pending:
-    row: dict[str, Any]
-    loop: asyncio.AbstractEventLoop
-    done: asyncio.Future[None]
-
-
-def _answer(batch: list[_Pending], error: BaseException | None) -> None:
-    """Settle the batch's futures, one hand-off to each event loop (not one per
-    request: each wakes the loop with a write to its self-pipe)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
-    for pending in batch:
-        by_loop.setdefault(pending.loop, []).append(pending.done)
-    for loop, futures in by_loop.items():
-        try:
-            loop.call_soon_threadsafe(_settle, futures, error)
-        except RuntimeError:  # that loop is closed: nobody waits for these answers
-            log.debug("%d push(es) answered to a closed event loop", len(futures))
-
-
-def _settle(futures: list[asyncio.Future[None]], error: BaseException | None) -> None:
-    for done in futures:
-        if done.cancelled():
-            continue  # the client went away; the row is stored (or not) all the same
-        if error is None:
-            done.set_result(None)
-        else:
-            done.set_exception(error)
-
-
-class PushWriter:
-    """The app's one writer of what the requests pushed (see the module)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.writers = 1 if store.writers_serialised else PG_WRITERS
-        self.running = 0
-        self.local = threading.local()
-
-    async def store_push(self, channel: str, incoming: str, received_at: datetime) -> None:
-        """Return once the row is committed; raise what the database raised if not."""
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        row = {"channel": channel, "incoming": incoming, "received_at": received_at}
-        self.queue.put(_Pending(row, loop, done))
-        self._ensure_running()
-        await done
-
-    def _ensure_running(self) -> None:
-        with self.lock:
-            while self.running < self.writers:
-                thread = threading.Thread(target=self._run, name="relay-serve-writer")
-                thread.daemon = True
-                thread.start()
-                self.running += 1
-
-    def _run(self) -> None:
-        while True:
-            try:
-                first = self.queue.get(timeout=IDLE_SECONDS)
-            except queue.Empty:
-                with self.lock:
-                    if self.queue.empty():
-                        self.running -= 1
-                        self._close()
-                        return
-                continue
-            batch = [first]
-            while len(batch) < MAX_BATCH:
-                try:
-                    batch.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
-            self._write(batch)
-
-    def _write(self, batch: list[_Pending]) -> None:
-        from relay.store import failures
-
-        try:
-            self._insert(batch)
-        except Exception as exc:
-            if failures.is_transient(exc) or len(batch) == 1:
-                _answer(batch, exc)
-                return
-            log.warning("storing %d pushes one by one after %s", len(batch), failures.kind(exc))
-            for pending in batch:
-                self._write([pending])
-            return
-        _answer(batch, None)
-
-    def _insert(self, batch: list[_Pending]) -> None:
-        from relay.store.pushes import Appender
-
-        appender: Appender | None = getattr(self.local, "appender", None)
-        if appender is None:
-            appender = self.local.appender = Appender(self.store)
-        appender.append([pending.row for pending in batch])
-
-    def _close(self) -> None:
-        appender = getattr(self.local, "appender", None)
-        self.local.appender = None
-        if appender is not None:
-            appender.close()

@@ -105,8 +105,8 @@ LONG_MODULES = {
     " the agent run, its answers checked before the commit",
     "engine/turns/commit.py": "a turn's decision written back in one transaction: its state"
     " change, messages, answers and the scoped state an agent keeps",
-    "runner/serve.py": "relay serve's app: each route's handler, the refusals and the 503"
-    " of an outage, and the one writer that commits what the requests bring",
+    "runner/serve.py": "relay serve's app: each route's handler (verifying and parsing"
+    " each provider's request), the refusals and the 503 of an outage",
     "engine/outbox/screen.py": "whether a leased message may go now, and what becomes of"
     " one that does not go: ruled out, held, retried, given up, each counted",
     "engine/inbound/ingest.py": "taking an arrival in: cleaned, stored, routed to its"

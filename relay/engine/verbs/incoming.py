@@ -169,13 +169,14 @@ def keywords(rt: Runtime) -> inbound.Keywords:
     return inbound.Keywords.from_config(optout.keywords, optout.optin_keywords, scope, acts)
 
 
-def opts_out(rt: Runtime, incoming: Incoming) -> bool:
+def opts_out(rt: Runtime, incoming: Incoming, words: inbound.Keywords | None = None) -> bool:
     """Whether what arrived holds an opt-out (a STOP, an unsubscribe, a complaint,
     a receipt saying the contact opted out): ``relay serve`` ingests such a request
-    at once, answering it only once the sends under way have settled."""
+    at once, answering it only once the sends under way have settled. ``words``:
+    :func:`keywords`, which a server keeps rather than reads per request."""
     from relay.engine.inbound import ingest as inbound
 
-    words = keywords(rt)
+    words = words or keywords(rt)
     return any(r.opted_out for r in incoming.receipts) or any(
         inbound.opts_out(m.kind, m.text, words) for m in incoming.messages
     )

@@ -17,8 +17,8 @@ from relay.core.values import DeliveryStatus, InboundKind
 from relay.engine.verbs import incoming as incoming_verbs
 from relay.engine.verbs.doctor import notices
 from relay.runner.pulse import Pulse, take_all, take_pushes
-from relay.runner.serve import PushWriter
 from relay.store import claims, failures, pushes
+from relay.store.push_writer import push_writer
 from relay.store.tables import inbound_rejects, messages
 from relay.store.tables import pushes as pushes_table
 
@@ -53,12 +53,12 @@ def test_an_incoming_survives_its_json_whole() -> None:
 
 def test_every_acknowledged_push_is_stored(make_relay: Any, db_url: str) -> None:
     relay = make_relay(db_url)
-    writer = PushWriter(relay.store)
+    store_push = push_writer(relay.store)
     now = datetime.now(UTC)
 
     async def burst() -> None:
-        await asyncio.gather(*(writer.store_push("sms", reply(n), now) for n in range(60)))
-        await writer.store_push("sms", reply(60), now)
+        await asyncio.gather(*(store_push("sms", reply(n), now) for n in range(60)))
+        await store_push("sms", reply(60), now)
 
     asyncio.run(burst())
     with relay.store.read_transaction() as session:
@@ -71,12 +71,12 @@ def test_a_row_the_database_refuses_fails_its_request_alone(make_relay: Any, db_
     """A batch the database refuses for its data is written again row by row: only
     the bad row's request fails (the app answers it 500), the others are stored."""
     relay = make_relay(db_url)
-    writer = PushWriter(relay.store)
+    store_push = push_writer(relay.store)
     now = datetime.now(UTC)
 
     async def burst() -> list[Any]:
-        calls = [writer.store_push("sms", reply(n), now) for n in range(5)]
-        calls.insert(2, writer.store_push("sms", reply(99), None))  # type: ignore[arg-type]
+        calls = [store_push("sms", reply(n), now) for n in range(5)]
+        calls.insert(2, store_push("sms", reply(99), None))  # type: ignore[arg-type]
         return await asyncio.gather(*calls, return_exceptions=True)
 
     outcomes = asyncio.run(burst())
@@ -84,6 +84,66 @@ def test_a_row_the_database_refuses_fails_its_request_alone(make_relay: Any, db_
     assert len(failed) == 1 and not failures.is_transient(failed[0])
     assert outcomes.index(failed[0]) == 2
     assert count(relay, pushes_table) == 5
+
+
+def test_a_batch_the_database_fails_acknowledges_none_of_its_requests(
+    make_relay: Any, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away for a batch: each of its requests gets the error (the app
+    answers 503, the provider sends it again), none is told it is stored; the next
+    batch is stored once the database answers again."""
+    from sqlalchemy.exc import OperationalError
+
+    relay = make_relay(db_url)
+    store_push = push_writer(relay.store)
+    now = datetime.now(UTC)
+    away = OperationalError("INSERT", None, Exception("server closed the connection"))
+    appender = pushes.AsyncAppender if db_url.startswith("postgresql") else pushes.Appender
+
+    def refused(self: Any, rows: Any) -> Any:
+        raise away
+
+    async def refused_async(self: Any, rows: Any) -> Any:
+        raise away
+
+    monkeypatch.setattr(
+        appender, "append", refused_async if appender is pushes.AsyncAppender else refused
+    )
+
+    async def burst(first: int) -> list[Any]:
+        calls = [store_push("sms", reply(n), now) for n in range(first, first + 8)]
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = asyncio.run(burst(0))
+    assert outcomes == [away] * 8 and failures.is_transient(away)
+    assert count(relay, pushes_table) == 0
+    monkeypatch.undo()
+    assert asyncio.run(burst(8)) == [None] * 8
+    assert count(relay, pushes_table) == 8
+
+
+def test_a_lost_connection_is_replaced_at_the_next_batch(make_relay: Any, db_url: str) -> None:
+    """PostgreSQL: the writer's kept connection ended by the server (a restart, an
+    idle timeout, an operator) is noticed and the batch written on a new one."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("SQLite has no connection to lose")
+    relay = make_relay(db_url)
+    store_push = push_writer(relay.store)
+    now = datetime.now(UTC)
+
+    async def two() -> None:
+        await store_push("sms", reply(1), now)
+        with relay.store.engine.connect() as other:
+            ended = other.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND query LIKE '%relay_push%'"
+            )).scalars().all()  # fmt: skip
+        assert ended == [True]
+        await store_push("sms", reply(2), now)
+
+    asyncio.run(two())
+    assert count(relay, pushes_table) == 2
 
 
 def test_a_pulse_takes_the_pushes_in_once(make_relay: Any, db_url: str, clock: Any) -> None:
