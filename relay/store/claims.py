@@ -147,24 +147,31 @@ def due_heartbeats(session: Session, now: datetime, limit: int) -> prepared.Rows
     sending window, contact, channel ladder, agent). The firings themselves are
     written for the whole batch at once
     (:func:`relay.engine.conversation.transitions.fire_waiting`)."""
-    query = _due_heartbeats(dialect_of(session))
+    query = _due_heartbeats(dialect_of(session), False)
     return prepared.run(session, query, {"now": now, "limit": limit})
 
 
+def due_heartbeat_rows(session: Session, now: datetime, limit: int) -> list[InstanceRow]:
+    """:func:`due_heartbeats` read whole, as plain rows to change and write (a
+    firing whose follow-ups run in its transaction: ``heartbeat.AtOnce``)."""
+    query = _due_heartbeats(dialect_of(session), True)
+    return locked_rows.rows(session, InstanceRow, query, {"now": now, "limit": limit})
+
+
 @per_dialect
-def _due_heartbeats(dialect: str) -> AnySelect:
+def _due_heartbeats(dialect: str, whole: bool) -> AnySelect:
+    columns = locked_rows.selecting(InstanceRow) if whole else select(
+        Instance.id,
+        Instance.version,
+        Instance.follow_up_count,
+        Instance.max_followups,
+        Instance.window,
+        Instance.contact_id,
+        Instance.ladder,
+        Instance.agent,
+    )
     query = (
-        select(
-            Instance.id,
-            Instance.version,
-            Instance.follow_up_count,
-            Instance.max_followups,
-            Instance.window,
-            Instance.contact_id,
-            Instance.ladder,
-            Instance.agent,
-        )
-        .where(*heartbeat_due(bindparam("now")))
+        columns.where(*heartbeat_due(bindparam("now")))
         .order_by(Instance.next_heartbeat_at, Instance.seq)
         .limit(bindparam("limit"))
     )

@@ -109,30 +109,20 @@ def _fire_due(
     valid) goes to a person instead of failing the whole batch every pulse.
     The plain firings (most of a batch) are written with one statement
     (:func:`transitions.fire_waiting`); only those exceptions load their rows.
-
     With a ``lease``, each follow-up turn the firing makes due is leased to its
-    owner in the same transaction (as :func:`claims.claim_turns` would): a
-    daemon that fires a heartbeat runs its follow-up next, without reading and
-    writing the row once more to claim it. Those ``at_once`` takes are fired on
-    their rows in memory and run (:func:`_run_at_once`).
+    owner in the same transaction (as :func:`claims.claim_turns` would), and
+    those ``at_once`` takes are fired on their rows in memory and run here.
     """
     report = HeartbeatReport()
     with relay.store.transaction() as session:
         now = relay.now()
-        firing: list[tuple[str, int, str]] = []
-        others: dict[str, _Handler] = {}
-        laddered: list[str] = []
-        rows = claims.due_heartbeats(session, now, limit)
-        places = policy.places_of(session, rows, relay.config) if rows else {}
-        for row in rows:
-            handler = _exception(session, row, relay, now, places)
-            if handler is None:
-                reason = f"follow-up {row.follow_up_count + 1} of {row.max_followups}"
-                firing.append((row.id, row.version, reason))
-                if row.ladder:
-                    laddered.append(row.id)
-            else:
-                others[row.id] = handler
+        # Read whole when their turns may run here: those rows are changed and written.
+        rows: Sequence[Any] = (
+            claims.due_heartbeat_rows(session, now, limit)
+            if at_once is not None and lease is not None
+            else claims.due_heartbeats(session, now, limit)
+        )
+        firing, others, laddered = _sorted_out(session, rows, relay, now)
         leasing = None if lease is None else (lease.owner, now + lease.length)
         now_ids = _taken(rows, firing, laddered, at_once if leasing is not None else None)
         later = [item for item in firing if item[0] not in now_ids]
@@ -140,12 +130,34 @@ def _fire_due(
         _fall_back(session, laddered, now)
         if now_ids and at_once is not None:
             ran = [item for item in firing if item[0] in now_ids]
-            report.ran = _run_at_once(session, ran, at_once, now, leasing)
+            whole_rows = {row.id: row for row in rows if row.id in now_ids}
+            report.ran = _run_at_once(session, ran, whole_rows, at_once, now, leasing)
         report.fired = len(firing)
         if lease is not None:
             report.claimed = claimed
         _settle(session, others, report)
     return report
+
+
+def _sorted_out(
+    session: Session, rows: Sequence[Any], relay: Runtime, now: datetime
+) -> tuple[list[tuple[str, int, str]], dict[str, _Handler], list[str]]:
+    """The plain firings (id, version, reason), the others with their handler, and
+    the firings with a channel ladder."""
+    firing: list[tuple[str, int, str]] = []
+    others: dict[str, _Handler] = {}
+    laddered: list[str] = []
+    places = policy.places_of(session, rows, relay.config) if rows else {}
+    for row in rows:
+        handler = _exception(session, row, relay, now, places)
+        if handler is None:
+            reason = f"follow-up {row.follow_up_count + 1} of {row.max_followups}"
+            firing.append((row.id, row.version, reason))
+            if row.ladder:
+                laddered.append(row.id)
+        else:
+            others[row.id] = handler
+    return firing, others, laddered
 
 
 def _taken(
@@ -165,12 +177,13 @@ def _taken(
 def _run_at_once(
     session: Session,
     firing: list[tuple[str, int, str]],
+    locked: dict[str, InstanceRow],
     at_once: AtOnce,
     now: datetime,
     leasing: tuple[str, datetime] | None,
 ) -> list[Any]:
-    """Fire ``firing`` on their rows read whole, run their turns, write each row once."""
-    locked = claims.lock_instances(session, [item[0] for item in firing])
+    """Fire ``firing`` on their ``locked`` rows (read whole by the claim), run their
+    turns, write each row once."""
     claimed = transitions.fire_waiting(
         session, firing, now=now, actor=ACTOR, lease=leasing, rows=locked
     )

@@ -166,17 +166,7 @@ def fire_waiting(
     ``tests/integration/engine/test_batch_firing.py`` compares the rows with
     what :func:`apply_event` leaves.
     """
-    event = Event.HEARTBEAT_FIRES
-    current = HEARTBEAT_STATE
-    target = next_state(current, event)
-    row = _AnyRow()
-    any_row = cast("InstanceFields", row)
-    _move(session, any_row, current, target, event, now)
-    _keep_funnel_facts(session, any_row, event, target, None)
-    _end(any_row, target, event, None, now)
-    if lease is not None:
-        claims.lease_turn(any_row, *lease)
-    values = {key: value for key, value in row.assigned.items() if key != "version"}
+    values = firing_values(session, now, lease)
     if rows is None:
         locked_rows.move_instances(session, [instance_id for instance_id, _, _ in waiting], values)
     else:
@@ -185,10 +175,28 @@ def fire_waiting(
             for key, value in values.items():
                 setattr(instance, key, value)
             instance.version += 1
-    step = (current, target, event)
+    step = (HEARTBEAT_STATE, next_state(HEARTBEAT_STATE, Event.HEARTBEAT_FIRES),
+            Event.HEARTBEAT_FIRES)  # fmt: skip
     for instance_id, _, reason in waiting:
         record_change(session, instance_id, step, actor, reason, now)
     return [(instance_id, version + 1) for instance_id, version, _ in waiting]
+
+
+def firing_values(
+    session: Session, now: datetime, lease: tuple[str, datetime] | None
+) -> dict[str, Any]:
+    """What HEARTBEAT_FIRES assigns to every waiting row (but the version, which
+    each row bumps from its own), worked out on a stand-in (:class:`_AnyRow`)."""
+    event = Event.HEARTBEAT_FIRES
+    target = next_state(HEARTBEAT_STATE, event)
+    row = _AnyRow()
+    any_row = cast("InstanceFields", row)
+    _move(session, any_row, HEARTBEAT_STATE, target, event, now)
+    _keep_funnel_facts(session, any_row, event, target, None)
+    _end(any_row, target, event, None, now)
+    if lease is not None:
+        claims.lease_turn(any_row, *lease)
+    return {key: value for key, value in row.assigned.items() if key != "version"}
 
 
 class _AnyRow:

@@ -126,21 +126,42 @@ def _read_contexts(
 
 class _Fired:
     """A turn's context row read in the transaction that fired its heartbeat but
-    has not written it yet: the instance's columns come from the fired row."""
+    has not written it yet: what the firing changed comes from the fired row
+    (``FIRED`` holds every column a firing assigns: a test checks), the rest from
+    the row read (what a context is made of copied, any other column asked of it)."""
 
-    __slots__ = ("_fired", "_read")
+    FIRED = (
+        "state", "version", "lease_owner", "lease_expires_at", "turn_attempts",
+        "next_heartbeat_at", "outcome", "updated_at",
+    )  # fmt: skip
+    READ = (
+        "id", "contact_id", "objective", "address", "fields", "result_schema", "campaign",
+        "agent", "follow_up_count", "max_followups",
+    )  # fmt: skip
+    __slots__ = (*FIRED, *READ, "_read")
 
     def __init__(self, read: Row[Any], fired: InstanceRow) -> None:
         self._read = read
-        self._fired = fired
+        (
+            self.id, self.contact_id, self.objective, self.address, self.fields,
+            self.result_schema, self.campaign, self.agent, self.follow_up_count,
+            self.max_followups,
+        ) = (
+            read.id, read.contact_id, read.objective, read.address, read.fields,
+            read.result_schema, read.campaign, read.agent, read.follow_up_count,
+            read.max_followups,
+        )  # fmt: skip
+        self.state = fired.state
+        self.version = fired.version
+        self.lease_owner = fired.lease_owner
+        self.lease_expires_at = fired.lease_expires_at
+        self.turn_attempts = fired.turn_attempts
+        self.next_heartbeat_at = fired.next_heartbeat_at
+        self.outcome = fired.outcome
+        self.updated_at = fired.updated_at
 
     def __getattr__(self, name: str) -> Any:
-        if name in _FIRED_COLUMNS:
-            return getattr(self._fired, name)
         return getattr(self._read, name)
-
-
-_FIRED_COLUMNS = frozenset(column.key for column in InstanceRow.columns)
 
 
 def _context_message(message: Message | Row[Any]) -> ContextMessage:

@@ -160,3 +160,19 @@ def test_a_context_read_in_the_firing_sees_the_fired_row(
     assert [c.max_followups for c in follow_ups] == [2, 2]
     assert [m.text for m in follow_ups[1].transcript] == ["Hello", "Still there?"]
     assert [m.text for m in engine.outbound(iid)] == ["Hello", "Still there?", "Last try"]
+
+
+def test_a_context_row_takes_every_column_a_firing_changes_from_the_fired_row(
+    engine: Harness,
+) -> None:
+    """The context of a follow-up run in its firing's transaction is read from the
+    store before the fired row is written: each column the firing assigns must
+    come from the fired row (runner._Fired.FIRED), or the agent would be shown
+    the row as it was."""
+    from relay.engine.conversation.transitions import firing_values
+    from relay.engine.turns.runner import _Fired
+
+    with engine.relay.store.transaction() as session:
+        now = engine.relay.now()
+        assigned = firing_values(session, now, ("daemon", now + timedelta(minutes=5)))
+    assert set(assigned) | {"version"} <= set(_Fired.FIRED)
