@@ -441,18 +441,22 @@ def load_state(
 ) -> dict[str, dict[str, Any]]:
     """Each instance's scoped state in one query: app keys, overridden by the
     contact's, overridden by the instance's own."""
-    contacts = {scope_id_of(i, Scope.CONTACT) for i in instances}
-    owns = {scope_id_of(i, Scope.INSTANCE) for i in instances}
-    entries = state_entries.entries_for(session, contacts, owns)
+    pairs = [(str(i.contact_id), i.id) for i in instances]  # scope_id_of, per scope
+    entries = state_entries.entries_for(
+        session, {contact for contact, _ in pairs}, {own for _, own in pairs}
+    )
     scoped: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in entries:
         scoped.setdefault((entry.scope, entry.scope_id), {})[entry.key] = entry.value
+    if not scoped:  # most batches: nobody has stored a key
+        return {own: {} for _, own in pairs}
+    app, contact_scope, own_scope = Scope.APP.value, Scope.CONTACT.value, Scope.INSTANCE.value
     states = {}
-    for instance in instances:
-        state: dict[str, Any] = {}
-        for scope in (Scope.APP, Scope.CONTACT, Scope.INSTANCE):
-            state.update(scoped.get((scope.value, scope_id_of(instance, scope)), {}))
-        states[instance.id] = state
+    for contact, own in pairs:
+        state = dict(scoped.get((app, ""), {}))
+        state.update(scoped.get((contact_scope, contact), {}))
+        state.update(scoped.get((own_scope, own), {}))
+        states[own] = state
     return states
 
 
