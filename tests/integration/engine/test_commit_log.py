@@ -83,42 +83,23 @@ def test_a_batch_committed_again_one_by_one_logs_each_transition_once(
 ) -> None:
     """A batch of turn commits that fails is rolled back and committed one turn at a
     time: only the second commits happened, so only they are logged."""
-    ids = [engine.start(f"+3460000000{n}") for n in range(1, 7)]
-    engine.tick()
-    engine.clock.advance(timedelta(days=2))
-    write_outbox = TurnCommitter._write_outbox
-    failed: list[int] = []
-
-    def fails_the_first_batch(self: TurnCommitter, session: Any, rows: Any) -> Any:
-        # A pulse's first batch is one turn; the next ones grow (TurnRunner.run_due).
-        if len(rows) > 1 and not failed:
-            failed.append(len(rows))
-            raise RuntimeError("the batch's insert failed")
-        return write_outbox(self, session, rows)
-
-    monkeypatch.setattr(TurnCommitter, "_write_outbox", fails_the_first_batch)
-    # The follow-ups run as turn batches, not in the firing (test below).
+    # The follow-ups run as turn batches, not in the firing (test below); a pulse's
+    # first batch is one turn, the next ones grow (TurnRunner.run_due).
     monkeypatch.setattr(TurnRunner, "takes_at_once", lambda _self, _agent: False)
-    caplog.set_level(logging.INFO, logger="relay")
-    caplog.clear()
-    engine.tick()
+    failed = _six_follow_ups_failing_once(engine, caplog, monkeypatch, smallest=2)
     assert failed == [4]
     assert any("committing 4 turns together failed" in r.getMessage() for r in caplog.records)
-    for instance_id in ids:
-        lines = _transition_lines(caplog, instance_id)
-        # The heartbeat's firing and the follow-up turn, each once, as stored.
-        assert len(lines) == 2, lines
-        assert lines == _history_lines(engine, instance_id)[-2:]
-    sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
-    assert len(sent) == len(set(sent)) == len(ids)
 
 
-def test_follow_ups_run_in_a_failed_firing_are_fired_again_and_logged_once(
-    engine: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Follow-ups run in the transaction that fires them (heartbeat.AtOnce): when
-    that fails, nothing of it is kept or logged, and the heartbeats are fired
-    again and their turns run as batches, each change logged and sent once."""
+def _six_follow_ups_failing_once(
+    engine: Harness,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    smallest: int,
+) -> list[int]:
+    """Six follow-ups due, the first outbox insert of at least ``smallest`` rows
+    failing once: each heartbeat's firing and follow-up turn is logged once, as
+    stored, and each follow-up sent once. The size of the batch that failed."""
     ids = [engine.start(f"+3460000000{n}") for n in range(1, 7)]
     engine.tick()
     engine.clock.advance(timedelta(days=2))
@@ -126,7 +107,7 @@ def test_follow_ups_run_in_a_failed_firing_are_fired_again_and_logged_once(
     failed: list[int] = []
 
     def fails_once(self: TurnCommitter, session: Any, rows: Any) -> Any:
-        if not failed:
+        if len(rows) >= smallest and not failed:
             failed.append(len(rows))
             raise RuntimeError("the batch's insert failed")
         return write_outbox(self, session, rows)
@@ -135,14 +116,24 @@ def test_follow_ups_run_in_a_failed_firing_are_fired_again_and_logged_once(
     caplog.set_level(logging.INFO, logger="relay")
     caplog.clear()
     engine.tick()
-    assert failed == [6]  # the six follow-ups, run in their firing's transaction
-    assert any("running fired follow-ups at once failed" in r.getMessage() for r in caplog.records)
     for instance_id in ids:
         lines = _transition_lines(caplog, instance_id)
         assert len(lines) == 2, lines
         assert lines == _history_lines(engine, instance_id)[-2:]
     sent = [r.getMessage() for r in caplog.records if " sent on " in r.getMessage()]
     assert len(sent) == len(set(sent)) == len(ids)
+    return failed
+
+
+def test_follow_ups_run_in_a_failed_firing_are_fired_again_and_logged_once(
+    engine: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Follow-ups run in the transaction that fires them (heartbeat.AtOnce): when
+    that fails, nothing of it is kept or logged, and the heartbeats are fired
+    again and their turns run as batches, each change logged and sent once."""
+    failed = _six_follow_ups_failing_once(engine, caplog, monkeypatch, smallest=1)
+    assert failed == [6]  # the six follow-ups, run in their firing's transaction
+    assert any("running fired follow-ups at once failed" in r.getMessage() for r in caplog.records)
 
 
 def _marked(engine: Harness, session: Session, mark: str) -> None:
