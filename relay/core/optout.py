@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import cache
 
 from relay.core.optout_cues import says_opt_out_by_cues
 from relay.core.optout_model import says_opt_out
@@ -49,6 +50,7 @@ from relay.core.optout_phrases import (
     REASON,
     STOP_PHRASES,
 )
+from relay.core.regex_gate import gate
 
 #: Carrier keywords (CTIA): exact on SMS, and the whole message anywhere.
 OPT_OUT_WORDS = ("STOP", "STOPALL", "UNSUBSCRIBE", "END", "QUIT", "CANCEL", "REVOKE", "OPTOUT")
@@ -87,6 +89,14 @@ _STOP_RE = [re.compile(p) for p in STOP_PHRASES]
 _PHRASE_RE = re.compile("|".join(f"(?:{p})" for p in PHRASES))
 
 
+@cache
+def _gates() -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One cheap search each that any match of the stop wordings, and of the
+    other wordings, needs (:mod:`relay.core.regex_gate`): most sentences have
+    none, and skip the patterns."""
+    return gate(STOP_PHRASES), gate(PHRASES)
+
+
 def normalise(text: str) -> str:
     """NFKC, lower case, no accents, straight apostrophes, and "opt out" /
     "opt-out" / "un-subscribe" as one word."""
@@ -121,10 +131,13 @@ def _says_opt_out(sentence: str) -> bool:
     sentence = " ".join(sentence.split())
     if KEEP_WANTED.search(sentence) or FEWER.search(sentence):
         return False
-    for pattern in _STOP_RE:
+    stops, phrases = _gates()
+    for pattern in _STOP_RE if stops is None or stops.search(sentence) else ():
         for match in pattern.finditer(sentence):
             if not NOT_BEFORE.search(sentence[: match.start()]):
                 return True
+    if phrases is not None and not phrases.search(sentence):
+        return False
     return any(
         not NEGATED.search(sentence[: match.start()]) for match in _PHRASE_RE.finditer(sentence)
     )
