@@ -58,6 +58,8 @@ def split(name: str) -> str:
         return "after-round3"
     if name.startswith("written_round5:"):
         return "round5"
+    if name.startswith("written_round6:"):
+        return "round6"
     if name.startswith("crisp/") or name.startswith("written_after_rules:"):
         return "unseen"
     return "held-out" if zlib.crc32(name.encode()) % 4 == 0 else "dev"

@@ -24,7 +24,7 @@ Rules written from wordings cover the wordings their authors thought of; when
 they find nothing, a small logistic regression (``relay.core.optout_model``)
 reads the message, and says opt-out only when confident and when the message
 holds a cue of stopping, removing or contacting: on each set it never saw,
-it raised the rules' first-run recall from 0.67 to 0.86 (``bench/optout_loso.py``).
+it raised the rules' first-run recall from 0.66 to 0.89 over six sets (``bench/optout_loso.py``).
 
 A miss costs a contact an unwanted message (and an agent can still record
 the opt-out with its ``opt_out`` action); a false match ends a conversation
