@@ -171,11 +171,22 @@ _SOMEONE_ELSE = re.compile(
 )
 
 
+#: Taking oneself off a role, not off the sender's list ("remove me as the contact for
+#: the delivery", "quítenme como contacto del pedido", "entfernen Sie mich als Ansprechpartner").
+_AS_ROLE = re.compile(
+    r"\b(?:as|como|comme|als|come)\s+(?:(?:the|a|el|la|le|o|a|der|die|il|de|het)\s+)?"
+    r"(?:(?:main|primary|billing|technical)\s+)?(?:contact(?:o|e)?\b(?!\s+(?:list|lista))"
+    r"|point\s+of\s+contact|contato|contatto|ansprechpartner\w*|kontaktperson\w*"
+    r"|contactpersoon|admin\w*|owner|recipient|destinatari\w*|responsable|responsavel"
+    r"|responsabile|verantwortlich\w*|beheerder)"
+)
+
+
 def may_decide(norm: str) -> bool:
     """Whether the scorer may call a normalised message an opt-out: it holds a cue of
     stopping, removing or contacting ("that's amazing" has none), and not of contacting
-    someone else."""
-    if _SOMEONE_ELSE.search(norm):
+    someone else or of leaving a role ("remove me as the contact for the delivery")."""
+    if _SOMEONE_ELSE.search(norm) or _AS_ROLE.search(norm):
         return False
     if _STOP.search(norm) or _CONTACT.search(norm) or _REMOVING.search(norm):
         return True

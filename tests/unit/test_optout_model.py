@@ -46,6 +46,9 @@ def test_the_scorer_finds_what_the_rules_miss(text: str) -> None:
         "Can you send me the pdf again?",
         "No more meetings this week, thanks",
         "No calls..messages..missed calls",
+        # leaving a role, not the list (scored 0.87 against a threshold of 0.86 once)
+        "remove me as the contact for the delivery",
+        "Please remove me as billing contact",
     ],
 )
 def test_look_alikes_stay_conversation(text: str) -> None:
