@@ -23,10 +23,9 @@ from datetime import timedelta
 from typing import Any
 
 from benchlib import seed_waiting, throwaway_store
-from sqlalchemy import event
 
 from relay.runner.pulse import Pulse
-from relay.testing import FakeClock
+from relay.testing import FakeClock, traced_statements
 
 _TABLE = re.compile(r"\b(?:INTO|UPDATE|FROM)\s+\"?(\w+)", re.I)
 
@@ -71,32 +70,15 @@ def main() -> int:
 def _counted(relay: Any, pulse: Pulse, count_of: int) -> tuple[Counter[str], int]:
     """Work off the due follow-ups, counting statements (and, on SQLite, rows written)."""
     statements: Counter[str] = Counter()
-    connections: list[Any] = []
 
-    def count(sql: str) -> None:
+    def count(sql: str, rows: int) -> None:
         word = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "?"
         table = _TABLE.search(sql)
-        statements[f"{word} {table.group(1) if table else ''}".strip()] += 1
+        statements[f"{word} {table.group(1) if table else ''}".strip()] += rows
 
-    engine = relay.store.engine
-    dialect = relay.store.dialect
-    if dialect == "sqlite":
-        engine.dispose()  # new connections, each traced from its opening
-
-        def traced(dbapi: Any, _record: Any) -> None:
-            dbapi.set_trace_callback(count)
-            connections.append((dbapi, dbapi.total_changes))
-
-        event.listen(engine, "connect", traced)
-    else:
-
-        def sent(_c: Any, _cur: Any, sql: str, params: Any, _ctx: Any, many: bool) -> None:
-            for _ in params if many and isinstance(params, list | tuple) else [None]:
-                count(sql)
-
-        event.listen(engine, "before_cursor_execute", sent)
-    _work_off(pulse, count_of)
-    written = sum(c.total_changes - before for c, before in connections)
+    with traced_statements(relay.store, count) as connections:
+        _work_off(pulse, count_of)
+        written = sum(c.total_changes - before for c, before in connections)
     return statements, written
 
 

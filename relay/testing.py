@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,6 +31,7 @@ from relay.core.turns import Action, TurnContext
 if TYPE_CHECKING:
     from relay.api import Relay
     from relay.runner.pulse import PulseReport
+    from relay.store.database import Store
     from relay.store.models import Instance, Message
 
 #: The contacts the harness starts conversations with unless told otherwise.
@@ -226,3 +228,41 @@ class Harness:
             found = session.get(Message, message_id)
             assert found is not None
             return found
+
+
+@contextmanager
+def traced_statements(store: Store, seen: Callable[[str, int], None]) -> Iterator[list[Any]]:
+    """Call ``seen(sql, rows)`` for each statement sent while open. SQLite: every
+    statement the driver runs (its trace callback, which also sees what
+    ``relay.store.hotpath`` runs past SQLAlchemy; an executemany once a row), on
+    connections opened from here on (the pool is emptied first); yields those
+    connections, whose ``total_changes`` count the rows written. PostgreSQL: what
+    SQLAlchemy sends, an executemany once with its number of rows."""
+    from sqlalchemy import event
+
+    engine = store.engine
+    opened: list[Any] = []
+    if store.dialect == "sqlite":
+        engine.dispose()
+
+        def traced(dbapi: Any, _record: Any) -> None:
+            dbapi.set_trace_callback(lambda sql: seen(sql, 1))
+            opened.append((dbapi, dbapi.total_changes))
+
+        event.listen(engine, "connect", traced)
+        try:
+            yield opened
+        finally:
+            event.remove(engine, "connect", traced)
+            engine.dispose()
+        return
+
+    def sent(_c: Any, _cur: Any, sql: str, params: Any, _ctx: Any, many: bool) -> None:
+        seen(sql, len(params) if many and isinstance(params, list | tuple) else 1)
+
+    event.listen(engine, "before_cursor_execute", sent)
+    try:
+        yield opened
+    finally:
+        event.remove(engine, "before_cursor_execute", sent)
+

@@ -11,50 +11,27 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from relay.core.turns import Action, TurnReason
 from relay.engine.turns.runner import TurnRunner
-from relay.testing import Harness, ScriptAgent
+from relay.testing import Harness, ScriptAgent, traced_statements
 
 PHONES = [f"+3460000001{n}" for n in range(5)]
 
 
 @contextmanager
 def instance_updates(engine: Harness) -> Iterator[list[int]]:
-    """Counts the rows an UPDATE of ``instances`` is sent for while it is open: on
-    SQLite each row of an executemany (the driver's trace), on PostgreSQL each
-    statement (a batch's rows go in one, as arrays)."""
+    """Counts the UPDATEs of ``instances`` sent while it is open: on SQLite each row
+    of an executemany, on PostgreSQL each statement (a batch's rows go in one, as
+    arrays): :func:`relay.testing.traced_statements`."""
     found = [0]
 
-    def seen(sql: str) -> None:
-        head = sql.lstrip()[:40].upper().replace('"', "")
-        if head.startswith("UPDATE INSTANCES"):
+    def seen(sql: str, _rows: int) -> None:
+        if sql.lstrip()[:40].upper().replace('"', "").startswith("UPDATE INSTANCES"):
             found[0] += 1
 
-    store = engine.relay.store
-    if store.dialect == "sqlite":
-        store.engine.dispose()  # new connections, each traced from its opening
-
-        def traced(dbapi: Any, _record: Any) -> None:
-            dbapi.set_trace_callback(seen)
-
-        event.listen(store.engine, "connect", traced)
-        try:
-            yield found
-        finally:
-            event.remove(store.engine, "connect", traced)
-            store.engine.dispose()
-        return
-
-    def sent(_c: Any, _cur: Any, sql: str, *_: Any) -> None:
-        seen(sql)
-
-    event.listen(store.engine, "before_cursor_execute", sent)
-    try:
+    with traced_statements(engine.relay.store, seen):
         yield found
-    finally:
-        event.remove(store.engine, "before_cursor_execute", sent)
 
 
 def _history(engine: Harness, instance_id: str) -> list[tuple[str, str, str, str | None]]:
