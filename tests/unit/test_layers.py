@@ -102,7 +102,8 @@ LONG_MODULES = {
     "engine/conversation/transitions.py": "a state change and its one row in the record (the"
     " logs were merged, issue 31), with the other events of that record",
     "engine/turns/runner.py": "a turn from claim to decision: claimed, its context read,"
-    " the agent run, its answers checked before the commit",
+    " the agent run, its answers checked before the commit; and the same inside a"
+    " firing's transaction for an agent that answers at once (heartbeat.AtOnce)",
     "engine/turns/commit.py": "a turn's decision written back in one transaction: its state"
     " change, messages, answers and the scoped state an agent keeps",
     "runner/serve.py": "relay serve's app: each route's handler (verifying and parsing"

@@ -187,6 +187,22 @@ BATCH_SECONDS = 0.2
 
 
 @dataclass
+class _Batch:
+    """A batch's turns once their agents were asked: the outcomes of those that ended
+    before the commit, and the decisions to commit, each by its place in the batch."""
+
+    taken: int
+    ended: dict[int, TurnOutcome] = field(default_factory=dict)
+    ready: list[tuple[int, tuple[str, int, TurnContext, Decided]]] = field(default_factory=list)
+
+    def in_order(self, committed: list[TurnOutcome]) -> list[TurnOutcome]:
+        """Every taken turn's outcome, in the batch's order, with the commit's."""
+        outcomes = dict(self.ended)
+        outcomes.update(zip([index for index, _ in self.ready], committed, strict=True))
+        return [outcomes[index] for index in range(self.taken)]
+
+
+@dataclass
 class TurnRunner:
     """Runs turns for one worker (a CLI command or a daemon) identified by ``owner``."""
 
@@ -268,24 +284,37 @@ class TurnRunner:
         early when ``should_stop`` says so, returning outcomes for a prefix only.
         """
         contexts = read_contexts(self.relay, self.owner, claimed)
-        outcomes: dict[int, TurnOutcome] = {}
-        ready: list[tuple[int, tuple[str, int, TurnContext, Decided]]] = []
+        decided = self._decide_each(claimed, contexts, should_stop=should_stop)
+        committed = self.committer.commit_many([item for _, item in decided.ready])
+        return decided.in_order(committed)
+
+    def _decide_each(
+        self,
+        claimed: list[tuple[str, int]],
+        contexts: dict[str, tuple[TurnContext, str, int]],
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        within: tuple[Session, Mapping[str, InstanceFields]] | None = None,
+    ) -> _Batch:
+        """Ask each claimed turn's agent; ``should_stop`` cuts the rest of the batch."""
+        batch = _Batch(len(claimed))
         for index, (instance_id, version) in enumerate(claimed):
             if index and should_stop():
-                claimed = claimed[:index]
+                batch.taken = index
                 break
             loaded = contexts.get(instance_id)
             if loaded is None:
-                outcomes[index] = self.committer.discarded(instance_id, TurnReason.RESUME)
+                session = within[0] if within else None
+                batch.ended[index] = self.committer.discarded(
+                    instance_id, TurnReason.RESUME, session
+                )
                 continue
-            decided = self._decide(instance_id, version, *loaded)
+            decided = self._decide(instance_id, version, *loaded, within=within)
             if isinstance(decided, TurnOutcome):
-                outcomes[index] = decided
+                batch.ended[index] = decided
             else:
-                ready.append((index, (instance_id, version, loaded[0], decided)))
-        committed = self.committer.commit_many([item for _, item in ready])
-        outcomes.update(zip([index for index, _ in ready], committed, strict=True))
-        return [outcomes[index] for index in range(len(claimed))]
+                batch.ready.append((index, (instance_id, version, loaded[0], decided)))
+        return batch
 
     # -- follow-ups run in the firing's transaction (heartbeat.AtOnce) ---------
 
@@ -302,22 +331,12 @@ class TurnRunner:
     ) -> list[TurnOutcome]:
         """Run the follow-ups a firing leased, in its transaction, on its rows."""
         contexts = read_contexts(self.relay, self.owner, claimed, within=(session, rows))
-        outcomes: dict[int, TurnOutcome] = {}
-        ready: list[tuple[int, tuple[str, int, TurnContext, Decided]]] = []
-        for index, (instance_id, version) in enumerate(claimed):
-            loaded = contexts.get(instance_id)
-            if loaded is None:
-                outcomes[index] = self.committer.discarded(instance_id, TurnReason.RESUME, session)
-                continue
-            decided = self._decide(instance_id, version, *loaded, within=(session, rows))
-            if isinstance(decided, TurnOutcome):
-                outcomes[index] = decided
-            else:
-                ready.append((index, (instance_id, version, loaded[0], decided)))
-        committed, handover = self.committer.commit_in(session, [i for _, i in ready], rows)
-        outcomes.update(zip([index for index, _ in ready], committed, strict=True))
+        decided = self._decide_each(claimed, contexts, within=(session, rows))
+        committed, handover = self.committer.commit_in(
+            session, [item for _, item in decided.ready], rows
+        )
         self._written.append(handover)
-        return [outcomes[index] for index in range(len(claimed))]
+        return decided.in_order(committed)
 
     def at_once_done(self, committed: bool) -> None:
         """Hand the dispatcher what committed turns wrote; forget a rolled-back one's."""
