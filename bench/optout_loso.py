@@ -23,6 +23,7 @@ scores the other half.
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -121,7 +122,7 @@ def first_run_rules(commit: str, texts: list[str]) -> list[bool]:
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", commit, "relay"], check=True, capture_output=True
         ).stdout
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(folder, filter="data")
         # The rules alone where the scorer had been added by then.
         code = (
